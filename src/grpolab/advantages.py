@@ -1,0 +1,139 @@
+"""Group-relative advantages: the one place where GRPO turns rewards into a learning signal.
+
+Rewards arrive flat and prompt-major, as TRL orders them: the G completions of prompt 0,
+then the G completions of prompt 1, and so on. With the defaults,
+:func:`group_advantages` reproduces TRL ``GRPOTrainer``'s advantages exactly:
+
+    A_i = (r_i − mean_g) / (std_g + eps),   std with ddof = 1, eps = 1e-4.
+
+Options give the neighbours of GRPO: Dr. GRPO (``scale="none"``), RLOO
+(``baseline="leave_one_out"``) and TRL's ``scale_rewards="batch"``.
+
+Inputs may be numpy arrays or torch tensors; the output has the input's type (and,
+for torch, its device and dtype). torch is never imported here.
+
+Derived in: book/theory/grpo-in-one-page.md ("The advantage") and
+book/theory/normalization.md ("eps and ddof conventions").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grpolab._validate import as_positive_int
+
+__all__ = ["group_advantages", "zero_variance_groups", "SCALES", "BASELINES"]
+
+SCALES = ("group", "batch", "none")
+BASELINES = ("mean", "leave_one_out")
+
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+def _grouped(rewards, group_size: int):
+    """Check the shapes and return rewards as (n_groups, G) plus the backend flag."""
+    G = as_positive_int(group_size, "group_size")
+    torch_input = _is_torch(rewards)
+    r = rewards if torch_input else np.asarray(rewards, dtype=float)
+    if r.ndim != 1:
+        raise ValueError(f"rewards must be a flat 1-D array, got shape {tuple(r.shape)}")
+    n = r.shape[0]
+    if n == 0 or n % G != 0:
+        raise ValueError(
+            f"rewards length {n} is not a positive multiple of group_size {G} "
+            "(rewards must be flat and prompt-major: G completions per prompt)"
+        )
+    if torch_input:
+        if not r.dtype.is_floating_point:
+            r = r.float()
+        if not bool(r.isfinite().all()):
+            raise ValueError("rewards must be finite (found NaN or inf)")
+    elif not np.isfinite(r).all():
+        raise ValueError("rewards must be finite (found NaN or inf)")
+    return r.reshape(n // G, G), G, torch_input
+
+
+def _std(x, ddof: int, torch_input: bool, axis=None):
+    if torch_input:
+        return x.std(dim=axis, correction=ddof, keepdim=axis is not None)
+    return x.std(axis=axis, ddof=ddof, keepdims=axis is not None)
+
+
+def group_advantages(rewards, group_size: int, *, scale: str = "group", baseline: str = "mean",
+                     ddof: int = 1, eps: float = 1e-4):
+    """Advantages for flat, prompt-major rewards, one group of ``group_size`` per prompt.
+
+    Args:
+        rewards: shape (n_prompts · G,), numpy array or torch tensor.
+        group_size: G, the completions per prompt (TRL's ``num_generations``).
+        scale: divide the centred rewards by the group's std (``"group"``, GRPO and TRL's
+            default), by the std of all rewards in the batch (``"batch"``), or not at all
+            (``"none"``, Dr. GRPO). Mirrors TRL's ``scale_rewards``.
+        baseline: ``"mean"`` subtracts the group mean (GRPO); ``"leave_one_out"``
+            subtracts the mean of the other G − 1 rewards (RLOO).
+        ddof: delta degrees of freedom of the std. 1 (unbiased) as in TRL, verl and
+            OpenRLHF; 0 as in ``np.std``.
+        eps: added to the std before dividing (TRL 1e-4, verl 1e-6, OpenRLHF 1e-9).
+
+    Returns:
+        Advantages with the shape and type of ``rewards``.
+
+    Equations: A_i = (r_i − r̄)/(s + ε) with the mean baseline;
+    A_i = (r_i − r̄₋ᵢ)/(s + ε), r̄₋ᵢ = (Σ_j r_j − r_i)/(G − 1), with leave-one-out.
+
+    G = 1: the mean baseline gives all-zero advantages (a lone completion is its own
+    baseline, so it carries no signal) and its std is taken as 0 rather than NaN;
+    leave-one-out needs G ≥ 2 and raises.
+
+    Derived in: book/theory/grpo-in-one-page.md, "The advantage".
+    """
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    if baseline not in BASELINES:
+        raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}")
+    if ddof not in (0, 1):
+        raise ValueError(f"ddof must be 0 or 1, got {ddof!r}")
+    if not eps >= 0:
+        raise ValueError(f"eps must be >= 0, got {eps!r}")
+    r, G, torch_input = _grouped(rewards, group_size)
+    if baseline == "leave_one_out" and G < 2:
+        raise ValueError("group_size must be >= 2 for baseline='leave_one_out'")
+
+    if baseline == "mean":
+        centred = r - r.mean(**({"dim": 1} if torch_input else {"axis": 1}), keepdims=True)
+    else:
+        total = r.sum(**({"dim": 1} if torch_input else {"axis": 1}), keepdims=True)
+        centred = r - (total - r) / (G - 1)
+
+    if scale == "group":
+        std = _std(r, ddof, torch_input, axis=1) if G > ddof else r[:, :1] * 0
+        centred = centred / (std + eps)
+    elif scale == "batch":
+        flat = r.reshape(-1)
+        std = _std(flat, ddof, torch_input) if flat.shape[0] > ddof else flat.sum() * 0
+        centred = centred / (std + eps)
+    return centred.reshape(-1)
+
+
+def zero_variance_groups(rewards, group_size: int, atol: float = 1e-6):
+    """Boolean mask, one entry per group: True where all G rewards are equal within ``atol``.
+
+    Such a group gives every completion an advantage of (almost) 0, so it carries no
+    gradient. A tolerance, not ``std == 0``, is the right test: float rewards leave
+    rounding residue (e.g. 0.1 + 0.2 vs 0.3), and dividing that residue by a tiny std
+    inflates advantages thousands of times (verl PR #4597, NeMo-RL PR #4161).
+
+    Returns a numpy bool array, or a torch bool tensor for torch input.
+
+    Derived in: book/theory/zero-gradient.md, "The derivation".
+    """
+    if not atol >= 0:
+        raise ValueError(f"atol must be >= 0, got {atol!r}")
+    r, _, torch_input = _grouped(rewards, group_size)
+    if torch_input:
+        spread = r.max(dim=1).values - r.min(dim=1).values
+    else:
+        spread = r.max(axis=1) - r.min(axis=1)
+    return spread <= atol

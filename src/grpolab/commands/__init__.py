@@ -1,0 +1,1 @@
+"""Subcommands of the ``grpolab`` CLI: one module per subcommand, each with ``register``."""

@@ -1,0 +1,69 @@
+"""``grpolab theory``: the closed forms as a table, e.g. ``grpolab theory --p 0.1 --G 4 16``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "theory",
+        help="print zero-gradient probabilities and baseline variances for p and G",
+        description="Closed forms from the book for every (p, G) pair: P(all fail) = (1-p)^G, "
+        "P(all pass) = p^G, P(zero gradient) = p^G + (1-p)^G, P(any success) = 1-(1-p)^G, "
+        "and Var(baseline) = sigma^2/G with sigma^2 = p(1-p) for 0/1 rewards.",
+    )
+    p.add_argument("--p", type=float, nargs="+", default=[0.1, 0.5], metavar="P",
+                   help="per-prompt pass rates in [0, 1] (default: 0.1 0.5)")
+    p.add_argument("--G", type=float, nargs="+", default=[4, 8, 16], metavar="G",
+                   help="group sizes, integers >= 1 (default: 4 8 16)")
+    p.add_argument("--json", action="store_true", help="print JSON records instead of a table")
+    p.set_defaults(func=run)
+
+
+def rows(ps, Gs) -> list[dict]:
+    """One record per (p, G) pair with every closed form of the zero-gradient chapter."""
+    from grpolab import theory
+
+    p = np.asarray(ps, dtype=float)[:, None]
+    G = np.asarray(Gs)[None, :]
+    fail = np.broadcast_to(theory.all_fail_probability(p, G), (p.size, G.size))
+    pas = np.broadcast_to(theory.all_pass_probability(p, G), (p.size, G.size))
+    any_s = np.broadcast_to(theory.any_success_probability(p, G), (p.size, G.size))
+    var = np.broadcast_to(theory.baseline_variance(theory.bernoulli_variance(p), G),
+                          (p.size, G.size))
+    out = []
+    for i, pi in enumerate(ps):
+        for j, gj in enumerate(Gs):
+            out.append({
+                "p": float(pi), "G": int(gj),
+                "all_fail": float(fail[i, j]), "all_pass": float(pas[i, j]),
+                "zero_gradient": float(fail[i, j] + pas[i, j]),
+                "any_success": float(any_s[i, j]),
+                "baseline_variance": float(var[i, j]),
+            })
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from grpolab._validate import as_group_size, as_probability
+
+    as_probability(args.p, "--p")
+    as_group_size(args.G, "--G")
+    records = rows(args.p, args.G)
+    if args.json:
+        print(json.dumps(records, indent=2))
+        return 0
+    header = ("p", "G", "P(all fail)", "P(all pass)", "P(zero grad)", "P(any success)",
+              "Var(baseline)")
+    print("  ".join(f"{h:>14}" for h in header))
+    for r in records:
+        print("  ".join([f"{r['p']:>14g}", f"{r['G']:>14d}", f"{r['all_fail']:>14.4f}",
+                         f"{r['all_pass']:>14.4f}", f"{r['zero_gradient']:>14.4f}",
+                         f"{r['any_success']:>14.4f}", f"{r['baseline_variance']:>14.6f}"]))
+    print("Var(baseline) = p(1-p)/G for 0/1 rewards. Derivations: book/theory/zero-gradient.md, "
+          "book/theory/baseline-variance.md")
+    return 0

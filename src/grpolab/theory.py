@@ -1,0 +1,470 @@
+"""Closed forms for GRPO's group size G, as derived in the book.
+
+Every function broadcasts over numpy arrays of ``p`` and ``G``, stays finite and
+accurate for G up to 10,000 and for p near 0 or 1 (powers are taken in log space),
+and names the book chapter that derives it ("Derived in: ...").
+
+Only numpy and scipy are imported, so this module also runs in a browser Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special, stats
+
+from grpolab._validate import (
+    as_group_size,
+    as_nonnegative,
+    as_positive_int,
+    as_probability,
+    scalar_or_array,
+)
+
+__all__ = [
+    "BERNOULLI_VARIANCE_MAX",
+    "SamplingCost",
+    "all_fail_probability",
+    "all_pass_probability",
+    "any_success_probability",
+    "baseline_standard_error",
+    "baseline_variance",
+    "bernoulli_variance",
+    "beta_all_fail_probability",
+    "beta_all_pass_probability",
+    "beta_zero_gradient_probability",
+    "binary_advantages",
+    "dynamic_sampling_cap_probability",
+    "dynamic_sampling_expected_batches",
+    "dynamic_sampling_expected_completions",
+    "dynamic_sampling_expected_groups",
+    "empirical_zero_gradient_probability",
+    "expected_informative_prompts",
+    "fixed_budget_prompts",
+    "identical_group_probability",
+    "informative_probability",
+    "rloo_scale_factor",
+    "sampling_cost",
+    "unbiased_zero_gradient_estimate",
+    "zero_gradient_probability",
+]
+
+#: The largest variance a 0/1 reward can have: p(1−p) ≤ 1/4, reached at p = 1/2.
+BERNOULLI_VARIANCE_MAX = 0.25
+
+
+def _power(base: np.ndarray, G: np.ndarray) -> np.ndarray:
+    """base**G computed as exp(G·log base); exact 0**G = 0 for G ≥ 1 and no warnings."""
+    with np.errstate(divide="ignore"):
+        return np.exp(G * np.log(base))
+
+
+# --------------------------------------------------------------------------------------
+# Var(baseline) = σ²/G                       Derived in: book/theory/baseline-variance.md
+# --------------------------------------------------------------------------------------
+def baseline_variance(reward_variance, G):
+    """Variance of the group-mean baseline r̄ = (1/G) Σ r_i for i.i.d. rewards.
+
+    Equation: Var(r̄) = σ² / G.
+
+    Derived in: book/theory/baseline-variance.md, "The derivation".
+    """
+    s2 = as_nonnegative(reward_variance, "reward_variance")
+    G = as_group_size(G)
+    return scalar_or_array(s2 / G)
+
+
+def baseline_standard_error(reward_variance, G):
+    """Standard error of the group-mean baseline.
+
+    Equation: SE(r̄) = σ / √G, so halving the error costs 4× the completions.
+
+    Derived in: book/theory/baseline-variance.md, "The derivation".
+    """
+    return scalar_or_array(np.sqrt(baseline_variance(reward_variance, G)))
+
+
+def bernoulli_variance(p):
+    """Variance of a 0/1 reward with success probability p.
+
+    Equation: σ² = p(1 − p) ≤ 1/4 (:data:`BERNOULLI_VARIANCE_MAX`), largest at p = 1/2.
+
+    Derived in: book/theory/zero-gradient.md, "The golden zone".
+    """
+    p = as_probability(p)
+    return scalar_or_array(p * (1.0 - p))
+
+
+def rloo_scale_factor(G):
+    """Ratio between GRPO's centred advantage and RLOO's leave-one-out advantage.
+
+    Equation: r_i − r̄ = ((G − 1)/G) · (r_i − r̄₋ᵢ)   (Dr. GRPO, arXiv 2503.20783, App. A).
+
+    Derived in: book/theory/baseline-variance.md, "Leave-one-out".
+    """
+    G = as_group_size(G)
+    return scalar_or_array((G - 1) / G)
+
+
+# --------------------------------------------------------------------------------------
+# P(zero gradient) = p^G + (1−p)^G             Derived in: book/theory/zero-gradient.md
+# --------------------------------------------------------------------------------------
+def all_fail_probability(p, G):
+    """Probability that all G binary rewards are 0.
+
+    Equation: P(all fail) = (1 − p)^G, computed as exp(G·log1p(−p)).
+
+    Derived in: book/theory/zero-gradient.md, "The derivation".
+    """
+    p, G = as_probability(p), as_group_size(G)
+    with np.errstate(divide="ignore"):
+        return scalar_or_array(np.exp(G * np.log1p(-p)))
+
+
+def all_pass_probability(p, G):
+    """Probability that all G binary rewards are 1.
+
+    Equation: P(all pass) = p^G.
+
+    Derived in: book/theory/zero-gradient.md, "The derivation".
+    """
+    p, G = as_probability(p), as_group_size(G)
+    return scalar_or_array(_power(p, G))
+
+
+def zero_gradient_probability(p, G):
+    """Probability that a group of G binary rewards is constant, so every advantage is 0.
+
+    Equation: P(zero gradient) = p^G + (1 − p)^G. For G = 1 it is 1: one sample has
+    nothing to be compared with.
+
+    Derived in: book/theory/zero-gradient.md, "The derivation".
+    """
+    return scalar_or_array(
+        np.asarray(all_pass_probability(p, G)) + np.asarray(all_fail_probability(p, G))
+    )
+
+
+def informative_probability(p, G):
+    """Probability that a group carries signal (at least one 0 and at least one 1).
+
+    Equation: 1 − p^G − (1 − p)^G, evaluated as −expm1(G·log1p(−p)) − p^G so that it
+    keeps its relative accuracy when it is tiny (p near 0 or 1).
+
+    Derived in: book/theory/zero-gradient.md, "The derivation".
+    """
+    p, G = as_probability(p), as_group_size(G)
+    with np.errstate(divide="ignore"):
+        any_success = -np.expm1(G * np.log1p(-p))
+    return scalar_or_array(np.clip(any_success - _power(p, G), 0.0, 1.0))
+
+
+def any_success_probability(p, G):
+    """Probability that at least one of G samples succeeds (the exploration view of G).
+
+    Equation: 1 − (1 − p)^G, evaluated with expm1/log1p for small p.
+
+    Derived in: book/theory/zero-gradient.md, "Hard prompts".
+    """
+    p, G = as_probability(p), as_group_size(G)
+    with np.errstate(divide="ignore"):
+        return scalar_or_array(-np.expm1(G * np.log1p(-p)))
+
+
+def expected_informative_prompts(p, G, prompts):
+    """Expected number of prompts in a batch whose group carries signal.
+
+    Equation: E[#informative] = B · (1 − p^G − (1 − p)^G) for B prompts of pass rate p.
+    Pass an array of per-prompt pass rates and ``prompts=None`` to sum over them instead.
+
+    Derived in: book/theory/zero-gradient.md, "Prompts that carry signal".
+    """
+    if prompts is None:
+        return float(np.sum(informative_probability(np.asarray(p), G)))
+    B = as_nonnegative(prompts, "prompts")
+    return scalar_or_array(B * np.asarray(informative_probability(p, G)))
+
+
+def _beta_moment(a, b, G, *, of_complement: bool):
+    a = as_nonnegative(a, "a")
+    b = as_nonnegative(b, "b")
+    if (a <= 0).any() or (b <= 0).any():
+        raise ValueError("Beta parameters a and b must be > 0")
+    G = as_group_size(G)
+    if of_complement:  # E[(1−p)^G] = B(a, b+G) / B(a, b)
+        return np.exp(special.betaln(a, b + G) - special.betaln(a, b))
+    return np.exp(special.betaln(a + G, b) - special.betaln(a, b))  # E[p^G]
+
+
+def beta_all_pass_probability(G, a, b):
+    """E[p^G] when prompt difficulty p ~ Beta(a, b).
+
+    Equation: E[p^G] = B(a + G, b) / B(a, b) (a Beta moment, computed with betaln).
+
+    Derived in: book/theory/zero-gradient.md, "Averaging over difficulty".
+    """
+    return scalar_or_array(_beta_moment(a, b, G, of_complement=False))
+
+
+def beta_all_fail_probability(G, a, b):
+    """E[(1 − p)^G] when prompt difficulty p ~ Beta(a, b).
+
+    Equation: E[(1 − p)^G] = B(a, b + G) / B(a, b).
+
+    Derived in: book/theory/zero-gradient.md, "Averaging over difficulty".
+    """
+    return scalar_or_array(_beta_moment(a, b, G, of_complement=True))
+
+
+def beta_zero_gradient_probability(G, a, b):
+    """Zero-gradient probability averaged over a Beta(a, b) prior on the pass rate.
+
+    Equation: E[p^G + (1 − p)^G] = [B(a + G, b) + B(a, b + G)] / B(a, b).
+    As G → ∞ it falls only like G^(−min(a, b)): a prior with mass near 0 or 1 keeps
+    many dead groups however large G is.
+
+    Derived in: book/theory/zero-gradient.md, "Averaging over difficulty".
+    """
+    return scalar_or_array(
+        np.asarray(beta_all_pass_probability(G, a, b))
+        + np.asarray(beta_all_fail_probability(G, a, b))
+    )
+
+
+def empirical_zero_gradient_probability(pass_rates, G):
+    """Zero-gradient probability averaged over a list of per-prompt pass rates.
+
+    Equation: (1/N) Σ_j [p_j^G + (1 − p_j)^G]. ``G`` may be an array; the result has
+    G's shape.
+
+    Derived in: book/theory/zero-gradient.md, "Averaging over difficulty".
+    """
+    p = as_probability(pass_rates, "pass_rates").ravel()
+    if p.size == 0:
+        raise ValueError("pass_rates must hold at least one pass rate")
+    G = as_group_size(G)
+    z = zero_gradient_probability(p[:, None], G.reshape(1, -1))
+    return scalar_or_array(np.asarray(z).mean(axis=0).reshape(G.shape))
+
+
+def unbiased_zero_gradient_estimate(successes, trials, G):
+    """Unbiased estimate of p^G + (1 − p)^G from k successes in n ≥ G Bernoulli trials.
+
+    Plugging p̂ = k/n into p^G is biased upward at large G (E[p̂^G] ≠ p^G). The
+    U-statistic C(k, G)/C(n, G) is unbiased for p^G: it is the chance that G draws
+    without replacement from the n observed rewards are all successes.
+
+    Equation: [C(k, G) + C(n − k, G)] / C(n, G).
+
+    Derived in: book/labs/g-sweep.md, "Predicting dead groups from running estimates".
+    """
+    k = np.asarray(successes)
+    n = np.asarray(trials)
+    G = as_group_size(G)
+    if (k < 0).any() or (k > n).any():
+        raise ValueError("successes must lie in [0, trials]")
+    if (n < G).any():
+        raise ValueError("trials must be >= G for the unbiased estimate")
+
+    def log_comb(N, K):
+        with np.errstate(invalid="ignore"):
+            out = special.gammaln(N + 1) - special.gammaln(K + 1) - special.gammaln(N - K + 1)
+        return np.where(K > N, -np.inf, out)
+
+    denom = log_comb(n, G)
+    return scalar_or_array(np.exp(log_comb(k, G) - denom) + np.exp(log_comb(n - k, G) - denom))
+
+
+# --------------------------------------------------------------------------------------
+# Dynamic sampling (DAPO)                      Derived in: book/theory/degenerate-groups.md
+# --------------------------------------------------------------------------------------
+def dynamic_sampling_expected_groups(p, G, informative_groups):
+    """Expected number of groups to generate until B of them carry signal.
+
+    Each group is informative with probability q = 1 − p^G − (1 − p)^G, independently,
+    so the count is negative binomial with mean B / q (∞ when q = 0).
+
+    Equation: E[groups] = B / q.
+
+    Derived in: book/theory/degenerate-groups.md, "The cost of dynamic sampling".
+    """
+    B = as_nonnegative(informative_groups, "informative_groups")
+    q = np.asarray(informative_probability(p, G))
+    with np.errstate(divide="ignore"):
+        return scalar_or_array(np.where(q > 0, B / np.where(q > 0, q, 1.0), np.inf))
+
+
+def dynamic_sampling_expected_completions(p, G, informative_groups):
+    """Expected completions generated to fill B informative groups: G · B / q.
+
+    Derived in: book/theory/degenerate-groups.md, "The cost of dynamic sampling".
+    """
+    G_arr = as_group_size(G)
+    return scalar_or_array(G_arr * np.asarray(dynamic_sampling_expected_groups(p, G, informative_groups)))
+
+
+def dynamic_sampling_cap_probability(p, G, informative_groups, groups_per_batch, max_batches):
+    """Probability that k generation batches still leave fewer than B informative groups.
+
+    This is the chance that a capped dynamic sampler (verl's ``max_num_gen_batches``)
+    hits its cap. With n = k · groups_per_batch groups generated,
+
+    Equation: P(cap) = P(Binomial(n, q) < B) = BinomCDF(B − 1; n, q).
+
+    Derived in: book/theory/degenerate-groups.md, "Hitting the cap".
+    """
+    B = as_positive_int(informative_groups, "informative_groups")
+    b = as_positive_int(groups_per_batch, "groups_per_batch")
+    k = as_group_size(max_batches, "max_batches")
+    q = np.asarray(informative_probability(p, G))
+    return scalar_or_array(stats.binom.cdf(B - 1, k * b, q))
+
+
+def dynamic_sampling_expected_batches(p, G, informative_groups, groups_per_batch, max_terms=100_000):
+    """Expected number of generation batches an uncapped dynamic sampler runs.
+
+    Equation: E[K] = Σ_{k≥0} P(K > k) = Σ_{k≥0} BinomCDF(B − 1; k·b, q).
+
+    Derived in: book/theory/degenerate-groups.md, "Hitting the cap".
+    """
+    B = as_positive_int(informative_groups, "informative_groups")
+    b = as_positive_int(groups_per_batch, "groups_per_batch")
+    q = float(informative_probability(p, G))
+    if q == 0.0:
+        return float("inf")
+    ks = np.arange(max_terms)
+    tail = stats.binom.cdf(B - 1, ks * b, q)
+    return float(tail.sum())
+
+
+# --------------------------------------------------------------------------------------
+# Advantages for binary rewards                Derived in: book/theory/normalization.md
+# --------------------------------------------------------------------------------------
+def binary_advantages(k, G, *, baseline: str = "mean", ddof: int = 1, scale: str = "group",
+                      eps: float = 1e-4):
+    """Advantages of a correct and an incorrect completion when k of G are correct.
+
+    Mean baseline (GRPO): r̄ = k/G, so A⁺ = (1 − k/G)/(s + ε) and A⁻ = −(k/G)/(s + ε),
+    with s² = (G/(G − ddof)) · (k/G)(1 − k/G).
+    Leave-one-out (RLOO): A⁺ = (G − k)/(G − 1), A⁻ = −k/(G − 1) before scaling.
+    ``scale="none"`` skips the division by s + ε (Dr. GRPO).
+
+    Example: G = 4, k = 1 gives A⁺ = 1.5 with ddof = 1 and 1.73 with ddof = 0 (ε → 0).
+
+    Returns ``(A_correct, A_incorrect)``; both are 0 when k = 0 or k = G.
+
+    Derived in: book/theory/normalization.md, "Binary rewards in closed form".
+    """
+    G = as_group_size(G)
+    k = np.asarray(k)
+    if (k < 0).any() or (k > G).any():
+        raise ValueError("k must lie in [0, G]")
+    if ddof not in (0, 1):
+        raise ValueError(f"ddof must be 0 or 1, got {ddof!r}")
+    if scale not in ("group", "none"):
+        raise ValueError(f"scale must be 'group' or 'none' for binary_advantages, got {scale!r}")
+    q = k / G
+    if baseline == "mean":
+        a_pos, a_neg = 1.0 - q, -q
+    elif baseline == "leave_one_out":
+        if (G < 2).any():
+            raise ValueError("G must be >= 2 for the leave-one-out baseline")
+        a_pos, a_neg = (G - k) / (G - 1), -k / (G - 1)
+    else:
+        raise ValueError(f"baseline must be 'mean' or 'leave_one_out', got {baseline!r}")
+    if scale == "group":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            var = np.where(G - ddof > 0, G / np.maximum(G - ddof, 1) * q * (1 - q), 0.0)
+        s = np.sqrt(var) + eps
+        a_pos, a_neg = a_pos / s, a_neg / s
+    degenerate = (k == 0) | (k == G)
+    a_pos = np.where(degenerate, 0.0, a_pos)
+    a_neg = np.where(degenerate, 0.0, a_neg)
+    return scalar_or_array(a_pos), scalar_or_array(a_neg)
+
+
+# --------------------------------------------------------------------------------------
+# The cost of G                                Derived in: book/theory/cost-of-g.md
+# --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SamplingCost:
+    """Work per GRPO step for a batch of prompts, each sampled G times.
+
+    Attributes:
+        completions: prompts × G, the effective batch.
+        prompt_tokens_encoded: prompt tokens run through the model (prefill).
+        generated_tokens: completion tokens decoded.
+        kv_cache_tokens: token positions held in the KV cache at the end of sampling.
+    """
+
+    completions: np.ndarray
+    prompt_tokens_encoded: np.ndarray
+    generated_tokens: np.ndarray
+    kv_cache_tokens: np.ndarray
+
+    @property
+    def total_tokens(self) -> np.ndarray:
+        """Prefill plus decode tokens: the forward-pass work of sampling."""
+        return self.prompt_tokens_encoded + self.generated_tokens
+
+
+def sampling_cost(prompts, G, prompt_length, completion_length, *, share_prompt_kv: bool = True):
+    """Completions and tokens of one sampling step.
+
+    Equations (B prompts, prompt length L_p, completion length L_c):
+
+    - completions = B · G (the effective batch; cost ∝ G at fixed B);
+    - decode tokens = B · G · L_c;
+    - prefill tokens = B · L_p with a shared prompt KV cache, B · G · L_p without;
+    - KV-cache positions = B · (L_p + G · L_c) shared, B · G · (L_p + L_c) unshared.
+
+    Derived in: book/theory/cost-of-g.md, "Sharing the prompt's KV cache".
+    """
+    B = as_nonnegative(prompts, "prompts")
+    G = as_group_size(G)
+    Lp = as_nonnegative(prompt_length, "prompt_length")
+    Lc = as_nonnegative(completion_length, "completion_length")
+    completions = B * G
+    prefill = B * Lp if share_prompt_kv else B * G * Lp
+    kv = B * (Lp + G * Lc) if share_prompt_kv else B * G * (Lp + Lc)
+    return SamplingCost(
+        completions=completions * np.ones_like(prefill),
+        prompt_tokens_encoded=prefill,
+        generated_tokens=B * G * Lc,
+        kv_cache_tokens=kv,
+    )
+
+
+def fixed_budget_prompts(budget, G):
+    """Prompts per step when the completions per step are held at ``budget``.
+
+    Equation: B = budget / G (rounded down); the effective batch B · G stays ≈ budget.
+
+    Derived in: book/theory/cost-of-g.md, "A fixed budget".
+    """
+    budget = as_nonnegative(budget, "budget")
+    G = as_group_size(G)
+    return scalar_or_array(np.floor(budget / G).astype(np.int64))
+
+
+# --------------------------------------------------------------------------------------
+# Temperature and diversity                    Derived in: book/theory/temperature.md
+# --------------------------------------------------------------------------------------
+def identical_group_probability(probs, G):
+    """Probability that G i.i.d. samples from a categorical distribution are all the same.
+
+    Equation: P(all identical) = Σ_j q_j^G over outcomes j. For a policy whose top
+    answer has probability m this is ≥ m^G; at low temperature m → 1 and the group
+    collapses to one answer, so its rewards are constant.
+
+    ``probs`` has the outcomes on its last axis; each row must sum to 1.
+
+    Derived in: book/theory/temperature.md, "When a group collapses".
+    """
+    q = as_probability(probs, "probs")
+    if q.ndim == 0 or not np.allclose(q.sum(axis=-1), 1.0, atol=1e-6):
+        raise ValueError("probs must be a distribution over its last axis (rows summing to 1)")
+    G = as_group_size(G)
+    return scalar_or_array(np.sum(_power(q[..., None, :], G[..., None]), axis=-1)
+                           if G.ndim else np.sum(_power(q, G), axis=-1))
