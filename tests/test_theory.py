@@ -1,0 +1,195 @@
+"""grpolab.theory: the cards' numbers, exact identities, stability, and bad input."""
+
+from __future__ import annotations
+
+import math
+from itertools import product
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import integrate
+
+from grpolab import theory as T
+
+probs = st.floats(0.0, 1.0, allow_nan=False)
+sizes = st.integers(1, 10_000)
+
+
+# ---- the cards' numbers --------------------------------------------------------------
+def test_card_numbers_all_fail_at_p_0_1():
+    assert T.all_fail_probability(0.1, 4) == pytest.approx(0.9**4) == pytest.approx(0.6561)
+    assert round(T.all_fail_probability(0.1, 16), 4) == 0.1853
+    # the zero-gradient probability adds the (tiny) all-pass term p^G
+    assert T.zero_gradient_probability(0.1, 4) == pytest.approx(0.6561 + 0.0001)
+    assert round(T.zero_gradient_probability(0.1, 16), 4) == 0.1853
+
+
+def test_card_numbers_baseline_variance():
+    assert T.baseline_variance(1.0, 16) == 0.0625
+    assert T.baseline_variance(1.0, 64) == 0.015625
+    assert T.baseline_standard_error(4.0, 16) == pytest.approx(0.5)
+
+
+def test_references_binary_advantage_example():
+    # references.md: G = 4, one correct -> 1.5 (unbiased std) or 1.73 (biased std)
+    pos, neg = T.binary_advantages(1, 4, ddof=1, eps=0.0)
+    assert pos == pytest.approx(1.5) and neg == pytest.approx(-0.5)
+    pos0, _ = T.binary_advantages(1, 4, ddof=0, eps=0.0)
+    assert pos0 == pytest.approx(math.sqrt(3)) and pos0 / pos == pytest.approx(math.sqrt(4 / 3))
+
+
+# ---- exact identities ----------------------------------------------------------------
+def test_binary_advantages_match_group_advantages_for_all_k():
+    from grpolab.advantages import group_advantages
+
+    for G, ddof, baseline, scale in product([2, 3, 4, 8, 16], [0, 1], ["mean", "leave_one_out"],
+                                           ["group", "none"]):
+        for k in range(G + 1):
+            rewards = np.array([1.0] * k + [0.0] * (G - k))
+            adv = group_advantages(rewards, G, ddof=ddof, baseline=baseline, scale=scale)
+            pos, neg = T.binary_advantages(k, G, ddof=ddof, baseline=baseline, scale=scale)
+            if 0 < k < G:
+                assert adv[0] == pytest.approx(pos) and adv[-1] == pytest.approx(neg)
+            else:
+                assert np.allclose(adv, 0.0)
+                assert pos == 0.0 and neg == 0.0
+
+
+def test_rloo_scale_factor_relates_the_two_baselines():
+    from grpolab.advantages import group_advantages
+
+    rng = np.random.default_rng(0)
+    for G in [2, 4, 16]:
+        r = rng.normal(size=5 * G)
+        grpo = group_advantages(r, G, scale="none")
+        rloo = group_advantages(r, G, scale="none", baseline="leave_one_out")
+        assert np.allclose(grpo, T.rloo_scale_factor(G) * rloo)
+
+
+def test_beta_prior_matches_numerical_integration():
+    for a, b, G in [(1, 1, 8), (0.5, 0.5, 4), (2, 5, 16), (0.3, 3.0, 64)]:
+        def integrand(p):
+            return (p**G + (1 - p) ** G) * p ** (a - 1) * (1 - p) ** (b - 1)
+
+        num, _ = integrate.quad(integrand, 0, 1, limit=200)
+        den = math.gamma(a) * math.gamma(b) / math.gamma(a + b)
+        assert T.beta_zero_gradient_probability(G, a, b) == pytest.approx(num / den, rel=1e-6)
+
+
+def test_uniform_prior_closed_form():
+    # Beta(1, 1): E[p^G] = 1/(G+1), so P(zero gradient) = 2/(G+1)
+    G = np.arange(1, 50)
+    assert np.allclose(T.beta_zero_gradient_probability(G, 1, 1), 2 / (G + 1))
+
+
+def test_empirical_average_is_a_mean_over_prompts():
+    ps = [0.0, 0.2, 0.5, 1.0]
+    expected = np.mean([p**8 + (1 - p) ** 8 for p in ps])
+    assert T.empirical_zero_gradient_probability(ps, 8) == pytest.approx(expected)
+    assert T.empirical_zero_gradient_probability(ps, [4, 8]).shape == (2,)
+
+
+def test_unbiased_estimate_is_unbiased():
+    # E over k ~ Binomial(n, p) of the U-statistic equals p^G + (1-p)^G exactly
+    from scipy.stats import binom
+
+    for p, n, G in [(0.3, 16, 8), (0.05, 32, 16), (0.9, 10, 10)]:
+        k = np.arange(n + 1)
+        est = T.unbiased_zero_gradient_estimate(k, n, G)
+        assert np.sum(binom.pmf(k, n, p) * est) == pytest.approx(T.zero_gradient_probability(p, G))
+
+
+def test_informative_prompts_and_dynamic_sampling():
+    q = 1 - T.zero_gradient_probability(0.1, 8)
+    assert T.expected_informative_prompts(0.1, 8, 64) == pytest.approx(64 * q)
+    assert T.expected_informative_prompts([0.1, 0.5], 8, None) == pytest.approx(
+        2 - T.zero_gradient_probability(0.1, 8) - T.zero_gradient_probability(0.5, 8))
+    assert T.dynamic_sampling_expected_groups(0.1, 8, 512) == pytest.approx(512 / q)
+    assert T.dynamic_sampling_expected_completions(0.1, 8, 512) == pytest.approx(8 * 512 / q)
+    assert T.dynamic_sampling_expected_groups(0.0, 8, 10) == math.inf
+    # a cap of k batches: monotone decreasing in k, = P(Binomial(kb, q) < B)
+    caps = T.dynamic_sampling_cap_probability(0.1, 8, 32, 64, [1, 2, 3])
+    assert np.all(np.diff(caps) < 0)
+
+
+def test_sampling_cost_model():
+    c = T.sampling_cost(16, 8, 100, 50, share_prompt_kv=False)
+    assert c.completions == 128 and c.generated_tokens == 128 * 50
+    assert c.prompt_tokens_encoded == 128 * 100 and c.kv_cache_tokens == 128 * 150
+    s = T.sampling_cost(16, 8, 100, 50, share_prompt_kv=True)
+    assert s.prompt_tokens_encoded == 16 * 100 and s.kv_cache_tokens == 16 * (100 + 8 * 50)
+    assert s.total_tokens == 16 * 100 + 128 * 50
+    assert T.fixed_budget_prompts(64, np.array([2, 4, 8, 16, 32])).tolist() == [32, 16, 8, 4, 2]
+
+
+def test_identical_group_probability():
+    assert T.identical_group_probability([0.5, 0.5], 2) == pytest.approx(0.5)
+    assert T.identical_group_probability([1.0, 0.0], 16) == 1.0
+    assert T.identical_group_probability([0.9, 0.1], [2, 4]) == pytest.approx(
+        [0.82, 0.9**4 + 0.1**4])
+
+
+# ---- properties ------------------------------------------------------------------------
+@settings(max_examples=200, deadline=None)
+@given(p=probs, G=sizes)
+def test_probabilities_are_probabilities(p, G):
+    for f in (T.zero_gradient_probability, T.any_success_probability, T.informative_probability,
+              T.all_fail_probability, T.all_pass_probability):
+        v = f(p, G)
+        assert 0.0 <= v <= 1.0 and not math.isnan(v)
+    assert T.zero_gradient_probability(p, G) + T.informative_probability(p, G) == pytest.approx(1.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(p=probs, G=st.integers(1, 5000))
+def test_symmetry_and_monotonicity(p, G):
+    assert T.zero_gradient_probability(p, G) == pytest.approx(T.zero_gradient_probability(1 - p, G),
+                                                               rel=1e-9, abs=1e-300)
+    assert T.zero_gradient_probability(p, G + 1) <= T.zero_gradient_probability(p, G) + 1e-15
+    assert T.any_success_probability(p, G + 1) >= T.any_success_probability(p, G) - 1e-15
+    assert T.baseline_variance(1.0, G + 1) < T.baseline_variance(1.0, G)
+
+
+@settings(max_examples=100, deadline=None)
+@given(p=probs)
+def test_limits_and_bernoulli_bound(p):
+    assert T.zero_gradient_probability(p, 1) == pytest.approx(1.0)
+    assert T.bernoulli_variance(p) <= T.BERNOULLI_VARIANCE_MAX
+    assert T.zero_gradient_probability(p, 10_000) <= 1.0
+    if 0.0 < p < 1.0:
+        # the informative part is computed directly, so it stays > 0 even when
+        # p^G + (1-p)^G rounds to 1 in float
+        assert T.informative_probability(p, 2) > 0.0
+
+
+def test_stable_near_zero_and_one_for_large_G():
+    # 1 - (1 - 1e-12)^10000 = 1e-8 to 8 digits: naive 1 - (1-p)**G loses it to cancellation
+    assert T.any_success_probability(1e-12, 10_000) == pytest.approx(1e-8, rel=1e-6)
+    assert T.informative_probability(1 - 1e-12, 10_000) == pytest.approx(1e-8, rel=1e-6)
+    grid = T.zero_gradient_probability(np.linspace(0, 1, 1001)[:, None], np.arange(1, 10_001)[None])
+    assert grid.shape == (1001, 10_000) and np.isfinite(grid).all()
+    assert T.zero_gradient_probability(0.5, 10_000) == 0.0  # underflows to 0, not NaN
+
+
+# ---- bad input ------------------------------------------------------------------------
+@pytest.mark.parametrize("G", [0, -3, 2.5, float("nan"), "eight", True])
+def test_bad_group_size_names_G(G):
+    with pytest.raises(ValueError, match="G must be an integer"):
+        T.zero_gradient_probability(0.5, G)
+
+
+@pytest.mark.parametrize("p", [-0.1, 1.5, float("nan")])
+def test_bad_probability_names_p(p):
+    with pytest.raises(ValueError, match="p must be a probability"):
+        T.zero_gradient_probability(p, 4)
+
+
+def test_bad_beta_and_budget_inputs():
+    with pytest.raises(ValueError, match="Beta parameters"):
+        T.beta_zero_gradient_probability(4, 0, 1)
+    with pytest.raises(ValueError, match="reward_variance"):
+        T.baseline_variance(-1.0, 4)
+    with pytest.raises(ValueError, match="probs"):
+        T.identical_group_probability([0.5, 0.4], 4)
