@@ -25,7 +25,7 @@ def reference(rewards, G, scale="group", baseline="mean", ddof=1, eps=1e-4):
     out = []
     for g in range(n // G):
         grp = rewards[g * G:(g + 1) * G]
-        for i, r in enumerate(grp):
+        for r in grp:
             if baseline == "mean":
                 b = sum(grp) / G
             else:

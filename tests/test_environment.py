@@ -38,7 +38,8 @@ def environment_requirements() -> set[str]:
 
 def test_environment_matches_pyproject():
     py, env = pyproject_requirements(), environment_requirements()
-    assert py == env, f"only in pyproject: {sorted(py - env)}; only in environment.yml: {sorted(env - py)}"
+    assert py == env, (f"only in pyproject: {sorted(py - env)}; "
+                       f"only in environment.yml: {sorted(env - py)}")
 
 
 def test_environment_installs_the_package_and_python():

@@ -70,7 +70,7 @@ def test_rloo_scale_factor_relates_the_two_baselines():
 
 def test_beta_prior_matches_numerical_integration():
     for a, b, G in [(1, 1, 8), (0.5, 0.5, 4), (2, 5, 16), (0.3, 3.0, 64)]:
-        def integrand(p):
+        def integrand(p, a=a, b=b, G=G):
             return (p**G + (1 - p) ** G) * p ** (a - 1) * (1 - p) ** (b - 1)
 
         num, _ = integrate.quad(integrand, 0, 1, limit=200)

@@ -2,7 +2,7 @@
 
 The core modules need only numpy and scipy:
 
-- :mod:`grpolab.theory`     closed forms derived in the book (Var(baseline) = σ²/G, p^G + (1−p)^G, ...)
+- :mod:`grpolab.theory`     closed forms derived in the book (σ²/G, p^G + (1−p)^G, ...)
 - :mod:`grpolab.advantages` group-relative advantages, TRL-compatible (numpy or torch)
 - :mod:`grpolab.simulate`   seeded Monte Carlo checks of every closed form
 

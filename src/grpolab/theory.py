@@ -301,7 +301,8 @@ def dynamic_sampling_expected_completions(p, G, informative_groups):
     Derived in: book/theory/degenerate-groups.md, "The cost of dynamic sampling".
     """
     G_arr = as_group_size(G)
-    return scalar_or_array(G_arr * np.asarray(dynamic_sampling_expected_groups(p, G, informative_groups)))
+    groups = np.asarray(dynamic_sampling_expected_groups(p, G, informative_groups))
+    return scalar_or_array(G_arr * groups)
 
 
 def dynamic_sampling_cap_probability(p, G, informative_groups, groups_per_batch, max_batches):
@@ -321,7 +322,8 @@ def dynamic_sampling_cap_probability(p, G, informative_groups, groups_per_batch,
     return scalar_or_array(stats.binom.cdf(B - 1, k * b, q))
 
 
-def dynamic_sampling_expected_batches(p, G, informative_groups, groups_per_batch, max_terms=100_000):
+def dynamic_sampling_expected_batches(p, G, informative_groups, groups_per_batch,
+                                      max_terms=100_000):
     """Expected number of generation batches an uncapped dynamic sampler runs.
 
     Equation: E[K] = Σ_{k≥0} P(K > k) = Σ_{k≥0} BinomCDF(B − 1; k·b, q).
