@@ -12,8 +12,8 @@ Options give the neighbours of GRPO: Dr. GRPO (``scale="none"``), RLOO
 Inputs may be numpy arrays or torch tensors; the output has the input's type (and,
 for torch, its device and dtype). torch is never imported here.
 
-Derived in: book/theory/grpo-in-one-page.md ("The advantage") and
-book/theory/normalization.md ("eps and ddof conventions").
+Derived in: book/theory/01-grpo-in-one-page.md ("The advantage") and
+book/theory/06-normalization.md ("eps and ddof conventions").
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def group_advantages(rewards, group_size: int, *, scale: str = "group", baseline
     baseline, so it carries no signal) and its std is taken as 0 rather than NaN;
     leave-one-out needs G ≥ 2 and raises.
 
-    Derived in: book/theory/grpo-in-one-page.md, "The advantage".
+    Derived in: book/theory/01-grpo-in-one-page.md, "The advantage".
     """
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
@@ -127,7 +127,7 @@ def zero_variance_groups(rewards, group_size: int, atol: float = 1e-6):
 
     Returns a numpy bool array, or a torch bool tensor for torch input.
 
-    Derived in: book/theory/zero-gradient.md, "The derivation".
+    Derived in: book/theory/03-zero-gradient.md, "The derivation".
     """
     if not atol >= 0:
         raise ValueError(f"atol must be >= 0, got {atol!r}")

@@ -63,4 +63,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # Run the package's copy of main, so CLIError raised by subcommands (which import
+    # grpolab.cli) is the class caught here, not a second copy living in __main__.
+    from grpolab.cli import main as package_main
+
+    sys.exit(package_main())

@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import os
 
-__all__ = ["tiny_config", "build_tiny_model", "load_causal_lm", "resolve_device", "count_parameters"]
+__all__ = [
+    "tiny_config", "build_tiny_model", "load_causal_lm", "resolve_device", "count_parameters",
+]
 
 
 def resolve_device(device=None):
-    """``None`` or ``"auto"`` → CUDA when available, else CPU; otherwise ``torch.device(device)``."""
+    """``None``/``"auto"`` → CUDA when available, else CPU; otherwise ``torch.device(device)``."""
     import torch
 
     if device is None or device == "auto":
@@ -101,7 +103,9 @@ def load_causal_lm(name_or_path: str, *, gguf_file: str | None = None, device=No
     """
     import torch
     from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # one bar per loaded shard is noise in a sweep
     if not isinstance(name_or_path, str | os.PathLike) or not str(name_or_path):
         raise ValueError(f"name_or_path must be a hub id or a directory, got {name_or_path!r}")
     name_or_path = str(name_or_path)

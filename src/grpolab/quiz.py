@@ -184,7 +184,8 @@ def _binary_advantage(rng: random.Random) -> Question:
         f"{k} of G = {G} completions are correct (reward 1, others 0). With A = (r - mean)/std, "
         f"{std}, ignoring eps: what is the advantage of {which} completion?",
         ans,
-        f"mean = k/G = {_fmt(q)}; std^2 = G/(G-ddof) * q(1-q) = {G}/{G - ddof} * {_fmt(q * (1 - q))}"
+        f"mean = k/G = {_fmt(q)}; std^2 = G/(G-ddof) * q(1-q) = {G}/{G - ddof} * "
+        f"{_fmt(q * (1 - q))}"
         f" -> std = {_fmt(math.sqrt(G / (G - ddof) * q * (1 - q)))}; "
         f"A = ({int(correct)} - {_fmt(q)}) / std = {_fmt(ans)}.",
         rel_tol=0.01, params={"k": k, "G": G, "ddof": ddof, "correct": correct},
@@ -268,6 +269,21 @@ def _ddof_ratio(rng: random.Random) -> Question:
     )
 
 
+def _uniform_difficulty(rng: random.Random) -> Question:
+    G = rng.choice((2, 4, 8, 16, 32, 64))
+    ans = theory.beta_zero_gradient_probability(G, 1.0, 1.0)
+    return Question(
+        "uniform_difficulty",
+        f"Prompt pass rates are spread uniformly over [0, 1]. With G = {G}, what fraction of "
+        "groups is dead (all rewards equal), on average over prompts?",
+        ans,
+        f"E[p^G + (1-p)^G] with p ~ Uniform(0, 1) = 1/(G+1) + 1/(G+1) = 2/{G + 1} = "
+        f"{_fmt(ans)}: it falls like 1/G, not exponentially, because easy and hard prompts "
+        "stay dead.",
+        abs_tol=0.002, params={"G": G},
+    )
+
+
 #: Question kinds: name -> generator(random.Random) -> Question.
 KINDS: dict[str, Callable[[random.Random], Question]] = {
     "zero_gradient": _zero_gradient,
@@ -280,6 +296,7 @@ KINDS: dict[str, Callable[[random.Random], Question]] = {
     "budget_informative": _budget_informative,
     "rloo_factor": _rloo_factor,
     "ddof_ratio": _ddof_ratio,
+    "uniform_difficulty": _uniform_difficulty,
 }
 
 

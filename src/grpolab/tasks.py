@@ -146,7 +146,7 @@ class ArithmeticTask(Task):
         lo = 0 if d == 1 else 10 ** (d - 1)
         nums = [rng.randint(lo, 10 ** d - 1) for _ in range(k)]
         ops = [rng.choice(self.ops) for _ in range(k - 1)]
-        text = str(nums[0]) + "".join(o + str(n) for o, n in zip(ops, nums[1:])) + "="
+        text = str(nums[0]) + "".join(o + str(n) for o, n in zip(ops, nums[1:], strict=True)) + "="
         value = eval(text[:-1])  # noqa: S307 - digits and + - * only, built just above
         return Prompt(text=text, answer=str(value), difficulty=d + (k - 2))
 
@@ -166,7 +166,7 @@ class PartialCreditArithmeticTask(ArithmeticTask):
         got, want = completion.strip(), prompt.answer
         if not got:
             return 0.0
-        hits = sum(a == b for a, b in zip(reversed(got), reversed(want)))
+        hits = sum(a == b for a, b in zip(reversed(got), reversed(want), strict=False))
         return hits / max(len(got), len(want))
 
 
@@ -217,7 +217,7 @@ def get_task(name: str, **kwargs) -> Task:
         return TASKS[name](**kwargs)
     if name in LAZY_TASKS:
         module = importlib.import_module(LAZY_TASKS[name])
-        factory = getattr(module, "get_task", None) or getattr(module, "WordProblemTask")
+        factory = getattr(module, "get_task", None) or module.WordProblemTask
         return factory(**kwargs)
     known = ", ".join(sorted([*TASKS, *LAZY_TASKS]))
     raise ValueError(f"task must be one of {known}; got {name!r}")

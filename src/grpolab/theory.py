@@ -61,14 +61,14 @@ def _power(base: np.ndarray, G: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------
-# Var(baseline) = σ²/G                       Derived in: book/theory/baseline-variance.md
+# Var(baseline) = σ²/G                       Derived in: book/theory/02-baseline-variance.md
 # --------------------------------------------------------------------------------------
 def baseline_variance(reward_variance, G):
     """Variance of the group-mean baseline r̄ = (1/G) Σ r_i for i.i.d. rewards.
 
     Equation: Var(r̄) = σ² / G.
 
-    Derived in: book/theory/baseline-variance.md, "The derivation".
+    Derived in: book/theory/02-baseline-variance.md, "The derivation".
     """
     s2 = as_nonnegative(reward_variance, "reward_variance")
     G = as_group_size(G)
@@ -80,7 +80,7 @@ def baseline_standard_error(reward_variance, G):
 
     Equation: SE(r̄) = σ / √G, so halving the error costs 4× the completions.
 
-    Derived in: book/theory/baseline-variance.md, "The derivation".
+    Derived in: book/theory/02-baseline-variance.md, "The derivation".
     """
     return scalar_or_array(np.sqrt(baseline_variance(reward_variance, G)))
 
@@ -90,7 +90,7 @@ def bernoulli_variance(p):
 
     Equation: σ² = p(1 − p) ≤ 1/4 (:data:`BERNOULLI_VARIANCE_MAX`), largest at p = 1/2.
 
-    Derived in: book/theory/zero-gradient.md, "The golden zone".
+    Derived in: book/theory/03-zero-gradient.md, "The golden zone".
     """
     p = as_probability(p)
     return scalar_or_array(p * (1.0 - p))
@@ -101,21 +101,21 @@ def rloo_scale_factor(G):
 
     Equation: r_i − r̄ = ((G − 1)/G) · (r_i − r̄₋ᵢ)   (Dr. GRPO, arXiv 2503.20783, App. A).
 
-    Derived in: book/theory/baseline-variance.md, "Leave-one-out".
+    Derived in: book/theory/02-baseline-variance.md, "Leave-one-out".
     """
     G = as_group_size(G)
     return scalar_or_array((G - 1) / G)
 
 
 # --------------------------------------------------------------------------------------
-# P(zero gradient) = p^G + (1−p)^G             Derived in: book/theory/zero-gradient.md
+# P(zero gradient) = p^G + (1−p)^G             Derived in: book/theory/03-zero-gradient.md
 # --------------------------------------------------------------------------------------
 def all_fail_probability(p, G):
     """Probability that all G binary rewards are 0.
 
     Equation: P(all fail) = (1 − p)^G, computed as exp(G·log1p(−p)).
 
-    Derived in: book/theory/zero-gradient.md, "The derivation".
+    Derived in: book/theory/03-zero-gradient.md, "The derivation".
     """
     p, G = as_probability(p), as_group_size(G)
     with np.errstate(divide="ignore"):
@@ -127,7 +127,7 @@ def all_pass_probability(p, G):
 
     Equation: P(all pass) = p^G.
 
-    Derived in: book/theory/zero-gradient.md, "The derivation".
+    Derived in: book/theory/03-zero-gradient.md, "The derivation".
     """
     p, G = as_probability(p), as_group_size(G)
     return scalar_or_array(_power(p, G))
@@ -139,7 +139,7 @@ def zero_gradient_probability(p, G):
     Equation: P(zero gradient) = p^G + (1 − p)^G. For G = 1 it is 1: one sample has
     nothing to be compared with.
 
-    Derived in: book/theory/zero-gradient.md, "The derivation".
+    Derived in: book/theory/03-zero-gradient.md, "The derivation".
     """
     return scalar_or_array(
         np.asarray(all_pass_probability(p, G)) + np.asarray(all_fail_probability(p, G))
@@ -152,7 +152,7 @@ def informative_probability(p, G):
     Equation: 1 − p^G − (1 − p)^G, evaluated as −expm1(G·log1p(−p)) − p^G so that it
     keeps its relative accuracy when it is tiny (p near 0 or 1).
 
-    Derived in: book/theory/zero-gradient.md, "The derivation".
+    Derived in: book/theory/03-zero-gradient.md, "The derivation".
     """
     p, G = as_probability(p), as_group_size(G)
     with np.errstate(divide="ignore"):
@@ -165,7 +165,7 @@ def any_success_probability(p, G):
 
     Equation: 1 − (1 − p)^G, evaluated with expm1/log1p for small p.
 
-    Derived in: book/theory/zero-gradient.md, "Hard prompts".
+    Derived in: book/theory/03-zero-gradient.md, "Hard prompts".
     """
     p, G = as_probability(p), as_group_size(G)
     with np.errstate(divide="ignore"):
@@ -178,7 +178,7 @@ def expected_informative_prompts(p, G, prompts):
     Equation: E[#informative] = B · (1 − p^G − (1 − p)^G) for B prompts of pass rate p.
     Pass an array of per-prompt pass rates and ``prompts=None`` to sum over them instead.
 
-    Derived in: book/theory/zero-gradient.md, "Prompts that carry signal".
+    Derived in: book/theory/03-zero-gradient.md, "Prompts that carry signal".
     """
     if prompts is None:
         return float(np.sum(informative_probability(np.asarray(p), G)))
@@ -202,7 +202,7 @@ def beta_all_pass_probability(G, a, b):
 
     Equation: E[p^G] = B(a + G, b) / B(a, b) (a Beta moment, computed with betaln).
 
-    Derived in: book/theory/zero-gradient.md, "Averaging over difficulty".
+    Derived in: book/theory/03-zero-gradient.md, "Averaging over difficulty".
     """
     return scalar_or_array(_beta_moment(a, b, G, of_complement=False))
 
@@ -212,7 +212,7 @@ def beta_all_fail_probability(G, a, b):
 
     Equation: E[(1 − p)^G] = B(a, b + G) / B(a, b).
 
-    Derived in: book/theory/zero-gradient.md, "Averaging over difficulty".
+    Derived in: book/theory/03-zero-gradient.md, "Averaging over difficulty".
     """
     return scalar_or_array(_beta_moment(a, b, G, of_complement=True))
 
@@ -224,7 +224,7 @@ def beta_zero_gradient_probability(G, a, b):
     As G → ∞ it falls only like G^(−min(a, b)): a prior with mass near 0 or 1 keeps
     many dead groups however large G is.
 
-    Derived in: book/theory/zero-gradient.md, "Averaging over difficulty".
+    Derived in: book/theory/03-zero-gradient.md, "Averaging over difficulty".
     """
     return scalar_or_array(
         np.asarray(beta_all_pass_probability(G, a, b))
@@ -238,7 +238,7 @@ def empirical_zero_gradient_probability(pass_rates, G):
     Equation: (1/N) Σ_j [p_j^G + (1 − p_j)^G]. ``G`` may be an array; the result has
     G's shape.
 
-    Derived in: book/theory/zero-gradient.md, "Averaging over difficulty".
+    Derived in: book/theory/03-zero-gradient.md, "Averaging over difficulty".
     """
     p = as_probability(pass_rates, "pass_rates").ravel()
     if p.size == 0:
@@ -257,7 +257,7 @@ def unbiased_zero_gradient_estimate(successes, trials, G):
 
     Equation: [C(k, G) + C(n − k, G)] / C(n, G).
 
-    Derived in: book/labs/g-sweep.md, "Predicting dead groups from running estimates".
+    Derived in: book/labs/01-g-sweep.md, "Zero-variance groups: theory next to measurement".
     """
     k = np.asarray(successes)
     n = np.asarray(trials)
@@ -277,7 +277,7 @@ def unbiased_zero_gradient_estimate(successes, trials, G):
 
 
 # --------------------------------------------------------------------------------------
-# Dynamic sampling (DAPO)                      Derived in: book/theory/degenerate-groups.md
+# Dynamic sampling (DAPO)                      Derived in: book/theory/05-degenerate-groups.md
 # --------------------------------------------------------------------------------------
 def dynamic_sampling_expected_groups(p, G, informative_groups):
     """Expected number of groups to generate until B of them carry signal.
@@ -287,7 +287,7 @@ def dynamic_sampling_expected_groups(p, G, informative_groups):
 
     Equation: E[groups] = B / q.
 
-    Derived in: book/theory/degenerate-groups.md, "The cost of dynamic sampling".
+    Derived in: book/theory/05-degenerate-groups.md, "The cost of dynamic sampling".
     """
     B = as_nonnegative(informative_groups, "informative_groups")
     q = np.asarray(informative_probability(p, G))
@@ -298,7 +298,7 @@ def dynamic_sampling_expected_groups(p, G, informative_groups):
 def dynamic_sampling_expected_completions(p, G, informative_groups):
     """Expected completions generated to fill B informative groups: G · B / q.
 
-    Derived in: book/theory/degenerate-groups.md, "The cost of dynamic sampling".
+    Derived in: book/theory/05-degenerate-groups.md, "The cost of dynamic sampling".
     """
     G_arr = as_group_size(G)
     groups = np.asarray(dynamic_sampling_expected_groups(p, G, informative_groups))
@@ -313,7 +313,7 @@ def dynamic_sampling_cap_probability(p, G, informative_groups, groups_per_batch,
 
     Equation: P(cap) = P(Binomial(n, q) < B) = BinomCDF(B − 1; n, q).
 
-    Derived in: book/theory/degenerate-groups.md, "Hitting the cap".
+    Derived in: book/theory/05-degenerate-groups.md, "Hitting the cap".
     """
     B = as_positive_int(informative_groups, "informative_groups")
     b = as_positive_int(groups_per_batch, "groups_per_batch")
@@ -328,7 +328,7 @@ def dynamic_sampling_expected_batches(p, G, informative_groups, groups_per_batch
 
     Equation: E[K] = Σ_{k≥0} P(K > k) = Σ_{k≥0} BinomCDF(B − 1; k·b, q).
 
-    Derived in: book/theory/degenerate-groups.md, "Hitting the cap".
+    Derived in: book/theory/05-degenerate-groups.md, "Hitting the cap".
     """
     B = as_positive_int(informative_groups, "informative_groups")
     b = as_positive_int(groups_per_batch, "groups_per_batch")
@@ -341,7 +341,7 @@ def dynamic_sampling_expected_batches(p, G, informative_groups, groups_per_batch
 
 
 # --------------------------------------------------------------------------------------
-# Advantages for binary rewards                Derived in: book/theory/normalization.md
+# Advantages for binary rewards                Derived in: book/theory/06-normalization.md
 # --------------------------------------------------------------------------------------
 def binary_advantages(k, G, *, baseline: str = "mean", ddof: int = 1, scale: str = "group",
                       eps: float = 1e-4):
@@ -356,7 +356,7 @@ def binary_advantages(k, G, *, baseline: str = "mean", ddof: int = 1, scale: str
 
     Returns ``(A_correct, A_incorrect)``; both are 0 when k = 0 or k = G.
 
-    Derived in: book/theory/normalization.md, "Binary rewards in closed form".
+    Derived in: book/theory/06-normalization.md, "Binary rewards in closed form".
     """
     G = as_group_size(G)
     k = np.asarray(k)
@@ -387,7 +387,7 @@ def binary_advantages(k, G, *, baseline: str = "mean", ddof: int = 1, scale: str
 
 
 # --------------------------------------------------------------------------------------
-# The cost of G                                Derived in: book/theory/cost-of-g.md
+# The cost of G                                Derived in: book/theory/04-cost-of-g.md
 # --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SamplingCost:
@@ -421,7 +421,7 @@ def sampling_cost(prompts, G, prompt_length, completion_length, *, share_prompt_
     - prefill tokens = B · L_p with a shared prompt KV cache, B · G · L_p without;
     - KV-cache positions = B · (L_p + G · L_c) shared, B · G · (L_p + L_c) unshared.
 
-    Derived in: book/theory/cost-of-g.md, "Sharing the prompt's KV cache".
+    Derived in: book/theory/04-cost-of-g.md, "Sharing the prompt's KV cache".
     """
     B = as_nonnegative(prompts, "prompts")
     G = as_group_size(G)
@@ -443,15 +443,16 @@ def fixed_budget_prompts(budget, G):
 
     Equation: B = budget / G (rounded down); the effective batch B · G stays ≈ budget.
 
-    Derived in: book/theory/cost-of-g.md, "A fixed budget".
+    Derived in: book/theory/04-cost-of-g.md, "A fixed budget".
     """
     budget = as_nonnegative(budget, "budget")
     G = as_group_size(G)
-    return scalar_or_array(np.floor(budget / G).astype(np.int64))
+    prompts = np.floor(budget / G).astype(np.int64)
+    return int(prompts) if prompts.ndim == 0 else prompts
 
 
 # --------------------------------------------------------------------------------------
-# Temperature and diversity                    Derived in: book/theory/temperature.md
+# Temperature and diversity                    Derived in: book/theory/07-temperature.md
 # --------------------------------------------------------------------------------------
 def identical_group_probability(probs, G):
     """Probability that G i.i.d. samples from a categorical distribution are all the same.
@@ -462,7 +463,7 @@ def identical_group_probability(probs, G):
 
     ``probs`` has the outcomes on its last axis; each row must sum to 1.
 
-    Derived in: book/theory/temperature.md, "When a group collapses".
+    Derived in: book/theory/07-temperature.md, "When a group collapses".
     """
     q = as_probability(probs, "probs")
     if q.ndim == 0 or not np.allclose(q.sum(axis=-1), 1.0, atol=1e-6):

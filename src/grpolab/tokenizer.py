@@ -17,7 +17,8 @@ from transformers import PreTrainedTokenizer
 __all__ = ["CharTokenizer", "DEFAULT_CHARS"]
 
 # Digits and operators first (the arithmetic tasks), then enough text for word problems.
-DEFAULT_CHARS = string.digits + "+-*/=()., ?!:;'$%" + string.ascii_lowercase + string.ascii_uppercase
+DEFAULT_CHARS = (string.digits + "+-*/=()., ?!:;'$%" + string.ascii_lowercase
+                 + string.ascii_uppercase)
 VOCAB_FILE = "vocab.json"
 
 

@@ -17,7 +17,7 @@ def register(sub) -> None:
         help="practise: randomized questions on G, zero-gradient groups, advantages and cost",
         description="Randomized practice questions generated from grpolab.theory. Each answer "
         "is checked with a tolerance and explained with its formula; the score is kept. "
-        "Answers may be numbers, percentages or fractions (0.25, 25%%, 1/4). Interactively, "
+        "Answers may be numbers, percentages or fractions (0.25, 25%, 1/4). Interactively, "
         "type s to skip and q to quit; Ctrl-C prints the score so far. With --answers FILE, "
         "or when stdin is not a terminal, one answer is read per line.",
     )
@@ -52,7 +52,6 @@ def _prompts():
 
 
 def run(args: argparse.Namespace) -> int:
-    from grpolab.cli import CLIError
     from grpolab.quiz import KINDS, generate_questions, run_session
 
     if args.list_kinds:
@@ -60,12 +59,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name:<24} e.g. {gen(random.Random(0)).text}")
         return 0
     if args.n < 1:
-        raise CLIError(f"--n must be an integer >= 1, got {args.n}")
+        raise ValueError(f"--n must be an integer >= 1, got {args.n}")
     if args.n > 1000:
-        raise CLIError(f"--n must be at most 1000, got {args.n}")
+        raise ValueError(f"--n must be at most 1000, got {args.n}")
     for k in args.kind or []:
         if k not in KINDS:
-            raise CLIError(f"--kind {k!r} is not a question kind; choose from {', '.join(KINDS)}")
+            raise ValueError(f"--kind {k!r} is not a question kind; choose from {', '.join(KINDS)}")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
     questions = generate_questions(args.n, seed, args.kind)
 
@@ -74,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             handle = open(args.answers, encoding="utf-8")  # noqa: SIM115 - closed below
         except OSError as exc:
-            raise CLIError(f"--answers: cannot read {args.answers!r}: {exc.strerror}") from None
+            raise ValueError(f"--answers: cannot read {args.answers!r}: {exc.strerror}") from None
         answers, interactive = _lines(handle), False
     elif args.answers == "-" or not sys.stdin.isatty():
         answers, interactive = _lines(sys.stdin), False

@@ -64,6 +64,6 @@ def run(args: argparse.Namespace) -> int:
         print("  ".join([f"{r['p']:>14g}", f"{r['G']:>14d}", f"{r['all_fail']:>14.4f}",
                          f"{r['all_pass']:>14.4f}", f"{r['zero_gradient']:>14.4f}",
                          f"{r['any_success']:>14.4f}", f"{r['baseline_variance']:>14.6f}"]))
-    print("Var(baseline) = p(1-p)/G for 0/1 rewards. Derivations: book/theory/zero-gradient.md, "
-          "book/theory/baseline-variance.md")
+    print("Var(baseline) = p(1-p)/G for 0/1 rewards. Derivations: book/theory/03-zero-gradient.md, "
+          "book/theory/02-baseline-variance.md")
     return 0

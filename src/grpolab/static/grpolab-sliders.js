@@ -51,10 +51,14 @@
   }
 
   function logTicks(lo, hi) {
+    // powers of 10; also 2× and 5× when the axis spans less than about three decades
+    var mults = Math.log10(hi / lo) < 3 ? [1, 2, 5] : [1];
     var ticks = [];
     for (var e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
-      var v = Math.pow(10, e);
-      if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) { ticks.push(v); }
+      mults.forEach(function (m) {
+        var v = m * Math.pow(10, e);
+        if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) { ticks.push(Number(v.toPrecision(12))); }
+      });
     }
     return ticks;
   }
@@ -177,6 +181,12 @@
       });
       el("polyline", {points: d.join(" "), fill: "none", stroke: COLORS[i % COLORS.length], "stroke-width": 2,
                       "data-series": spec.series[i]}, svg);
+      if (xs.length <= 16) {  // few points: show where the data are
+        d.forEach(function (pt) {
+          var xy = pt.split(",");
+          el("circle", {cx: xy[0], cy: xy[1], r: 2.5, fill: COLORS[i % COLORS.length], "class": "grpolab-point"}, svg);
+        });
+      }
     });
     if (spec.marker) {
       var mv = spec.sliders.filter(function (s) { return s.name === spec.marker; })[0].values[self.index[spec.marker]];

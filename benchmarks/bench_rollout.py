@@ -1,0 +1,240 @@
+"""Rollout throughput: grpolab's sampler vs ``model.generate(num_return_sequences=G)``.
+
+Sides, interleaved in one process on the same model object, prompts and settings:
+
+- ``shared``: :func:`grpolab.rollout.sample` with ``num_generations=G`` (prompt encoded
+  once, its KV cache repeated G times);
+- ``unshared``: the same sampler given each prompt G times with ``num_generations=1``
+  (the prompt is encoded G times: isolates what prefix sharing buys);
+- ``generate``: ``model.generate(do_sample=True, num_return_sequences=G)``, what a
+  transformers user would write;
+- ``prototype`` (tiny model only): ``benchmarks/proto_fast_decode.py``, a hand-written
+  GPT-2 decoding loop proposed for ``grpolab.rollout``; reported, no target.
+
+On SmolLM2 the unshared side is skipped at G = 64 (it costs as much as ``generate``).
+
+Fairness: same temperature (1.0) and top-p (1.0; ``top_k=0`` so transformers' default
+top-k of 50 is off), same ``max_new_tokens``, and fixed-length generation on every side:
+EOS is set to an id outside the vocabulary, so no row stops early and every side
+generates exactly B·G·T tokens (checked). Throughput = completions per second; tokens
+per second are recorded too. Ratio = grpolab completions/s ÷ baseline completions/s;
+PASS/MISS uses the ratio of CPU-time rates (see ``_common.Row``).
+
+    python benchmarks/bench_rollout.py                 # tiny model and SmolLM2-135M
+    python benchmarks/bench_rollout.py --models tiny   # just the tiny model
+    python benchmarks/bench_rollout.py --quick         # tiny model, G=4, a few tokens
+
+Shapes: the tiny model runs the lab's own workload (prompts from its arithmetic task,
+64 completions per step so B = 64/G prompts, ``max_completion_length`` 6; these rows carry
+the target), plus one decode-heavy case (B=4, G=16, 16 new tokens) for context. SmolLM2
+samples 16 tokens for one chat-templated word problem.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import Row, finish, interleaved, parser, print_row, set_threads, status  # noqa: E402
+
+BENCH = "rollout"
+TARGETS = {"tiny": 3.0, "smollm2": 1.3}
+
+TINY_PROMPTS = ["12+34=", "7+58=", "301+9=", "46+46="]
+SMOL_QUESTION = ("Tom has 12 apples. He buys 7 more and gives 5 to his sister. "
+                 "How many apples does Tom have now? Answer with a number.")
+
+
+class FixedLengthTokenizer:
+    """A view of a tokenizer whose EOS id can never be sampled, so every row runs the full
+    ``max_new_tokens`` and both sides do the same work. Everything else is forwarded."""
+
+    def __init__(self, tokenizer, eos_token_id: int):
+        object.__setattr__(self, "_tok", tokenizer)
+        object.__setattr__(self, "eos_token_id", eos_token_id)
+
+    def __getattr__(self, name):
+        return getattr(self._tok, name)
+
+    def __setattr__(self, name, value):  # e.g. padding_side, set by the sampler
+        setattr(self._tok, name, value)
+
+    def __call__(self, *args, **kwargs):
+        return self._tok(*args, **kwargs)
+
+
+def lab_prompts(n: int = 64) -> list[str]:
+    """The first training prompts of the lab's task (sums of 1- to 4-digit numbers)."""
+    try:
+        from grpolab.presets import TASK_KWARGS
+        from grpolab.tasks import get_task
+
+        return [p.text for p in get_task("arithmetic", **TASK_KWARGS).train_prompts[:n]]
+    except ImportError:  # the lab's modules are optional here
+        return TINY_PROMPTS
+
+
+def load(name: str):
+    """``(model, tokenizer, prompts)`` for ``tiny`` or ``smollm2``, in eval mode on CPU."""
+    if name == "tiny":
+        from grpolab.models import build_tiny_model
+
+        model, tok = build_tiny_model(seed=0)
+        return model.eval(), tok, lab_prompts()
+    if name == "smollm2":
+        from grpolab.smollm2 import load_smollm2
+
+        model, tok = load_smollm2(device="cpu")
+        text = tok.apply_chat_template([{"role": "user", "content": SMOL_QUESTION}],
+                                       tokenize=False, add_generation_prompt=True)
+        return model.eval(), tok, [text]
+    raise SystemExit(f"error: unknown model {name!r} (choose tiny or smollm2)")
+
+
+def with_unshared(name: str, G: int) -> bool:
+    """The unshared side costs as much as generate; on SmolLM2 we skip it at G = 64."""
+    return name == "tiny" or G <= 16
+
+
+def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int) -> list[Row]:
+    """Rows for ``cases`` of (B prompts, G, max_new_tokens T, whether the target applies)."""
+    import torch
+
+    from grpolab.rollout import encode_prompts, sample
+
+    model, tok, all_prompts = load(name)
+    try:
+        import proto_fast_decode as proto
+    except ImportError:
+        proto = None
+    if proto is not None and proto.supports(model):
+        err = proto.check_against_hf(model, tok, all_prompts[:4])
+        if err > 1e-4:
+            raise SystemExit(f"error: the prototype decoder disagrees with transformers ({err:g})")
+    vocab = model.get_output_embeddings().weight.shape[0]
+    no_eos = vocab + 7  # never sampled
+    ftok = FixedLengthTokenizer(tok, no_eos)
+    pad = tok.pad_token_id
+    gen = torch.Generator().manual_seed(0)
+    rows = []
+    for B, G, T, targeted in cases:
+        prompts = (all_prompts * B)[:B]
+        ids, mask = encode_prompts(tok, prompts, "cpu")
+        P = ids.shape[1]
+        n = B * G
+
+        def shared(G=G, T=T, n=n, prompts=prompts):
+            r = sample(model, ftok, prompts, G, max_new_tokens=T, temperature=1.0, top_p=1.0,
+                       generator=gen)
+            assert r.tokens_generated == n * T, "grpolab stopped early"
+
+        def unshared(G=G, T=T, n=n, prompts=prompts):
+            rep = [p for p in prompts for _ in range(G)]
+            r = sample(model, ftok, rep, 1, max_new_tokens=T, temperature=1.0, top_p=1.0,
+                       generator=gen)
+            assert r.tokens_generated == n * T, "grpolab (unshared) stopped early"
+
+        @torch.no_grad()
+        def generate(G=G, T=T, n=n, P=P, ids=ids, mask=mask):
+            out = model.generate(input_ids=ids, attention_mask=mask, do_sample=True,
+                                 num_return_sequences=G, max_new_tokens=T, temperature=1.0,
+                                 top_p=1.0, top_k=0, eos_token_id=no_eos, pad_token_id=pad)
+            assert out.shape == (n, P + T), f"generate returned {tuple(out.shape)}"
+
+        sides = {"shared": shared, "generate": generate}
+        if with_unshared(name, G):
+            sides["unshared"] = unshared
+        if proto is not None and proto.supports(model):
+            def prototype(G=G, T=T, n=n, prompts=prompts):
+                r = proto.fast_sample(model, ftok, prompts, G, max_new_tokens=T, temperature=1.0,
+                                      top_p=1.0, generator=gen)
+                assert r.tokens_generated == n * T, "prototype stopped early"
+            sides["prototype"] = prototype
+        t = interleaved(sides, reps=reps)
+        rate = {k: n / v.wall_median for k, v in t.items()}
+        cpu_rate = {k: n / v.cpu_median for k, v in t.items()}
+        tok_rate = {k: n * T / v.wall_median for k, v in t.items()}
+        settings = f"B={B} G={G} prompt={P} new={T}"
+        target = TARGETS[name] if targeted else None
+        rows.append(Row(
+            case=f"{name} vs generate {settings}",
+            ours_label="grpolab.rollout.sample (prefix-shared KV cache)",
+            baseline_label="model.generate(do_sample=True, num_return_sequences=G)",
+            ours=rate["shared"], baseline=rate["generate"], unit="completions/s",
+            ratio=rate["shared"] / rate["generate"],
+            target=f"CPU-time ratio >= {target}" if target else "",
+            status=status(None if target is None
+                          else cpu_rate["shared"] / cpu_rate["generate"] >= target),
+            reps=reps,
+            extra={"ours_cpu": cpu_rate["shared"], "baseline_cpu": cpu_rate["generate"],
+                   "ours_tokens_per_s": tok_rate["shared"],
+                   "baseline_tokens_per_s": tok_rate["generate"],
+                   "ours_median_s": t["shared"].wall_median,
+                   "baseline_median_s": t["generate"].wall_median}))
+        if "unshared" in t:
+            rows.append(Row(
+                case=f"{name} shared vs unshared {settings}",
+                ours_label="grpolab.rollout.sample, prompt encoded once",
+                baseline_label="grpolab.rollout.sample, prompt repeated G times",
+                ours=rate["shared"], baseline=rate["unshared"], unit="completions/s",
+                ratio=rate["shared"] / rate["unshared"], reps=reps,
+                extra={"ours_cpu": cpu_rate["shared"], "baseline_cpu": cpu_rate["unshared"],
+                       "ours_tokens_per_s": tok_rate["shared"],
+                       "baseline_tokens_per_s": tok_rate["unshared"]}))
+        if "prototype" in t:
+            rows.append(Row(
+                case=f"{name} prototype decoder vs generate {settings}",
+                ours_label="benchmarks/proto_fast_decode.py (hand-written GPT-2 decode; "
+                           "a proposal, not in the package)",
+                baseline_label="model.generate(do_sample=True, num_return_sequences=G)",
+                ours=rate["prototype"], baseline=rate["generate"], unit="completions/s",
+                ratio=rate["prototype"] / rate["generate"], reps=reps,
+                extra={"ours_cpu": cpu_rate["prototype"], "baseline_cpu": cpu_rate["generate"],
+                       "ours_tokens_per_s": tok_rate["prototype"],
+                       "baseline_tokens_per_s": tok_rate["generate"]}))
+        for row in rows[-len(t) + 1:]:
+            print_row(BENCH, row)
+    return rows
+
+
+def main(argv=None) -> int:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--models", default="tiny,smollm2", help="comma-separated: tiny, smollm2")
+    p.add_argument("--G", default="4,16,64", help="comma-separated group sizes")
+    args = p.parse_args(argv)
+    set_threads(args.threads)
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    if any(m not in TARGETS for m in models):
+        raise SystemExit(f"error: --models must be among {', '.join(TARGETS)}")
+    try:
+        Gs = [int(g) for g in args.G.split(",")]
+    except ValueError:
+        raise SystemExit(f"error: --G must be comma-separated integers, got {args.G!r}") from None
+    if any(g < 1 for g in Gs):
+        raise SystemExit("error: --G values must be >= 1")
+    # Tiny model: the lab's shape (64 completions per step, so B = 64 / G prompts, and
+    # max_completion_length 6), plus one decode-heavy case (16 new tokens) for context.
+    # SmolLM2: one chat-templated word problem, 16 new tokens.
+    plan = {"tiny": ([(max(1, 64 // G), G, 6, True) for G in Gs] + [(4, 16, 16, False)], 7),
+            "smollm2": ([(1, G, 16, True) for G in Gs], 2)}
+    if args.quick:
+        models, plan = ["tiny"], {"tiny": ([(2, 4, 4, False)], 2)}
+    rows = []
+    for m in models:
+        cases, reps = plan[m]
+        rows += bench_model(m, cases, args.reps or reps)
+    notes = ["Fixed length: EOS is an id outside the vocabulary on every side, so every row "
+             "generates exactly max_new_tokens tokens; sampling at temperature 1, top-p 1, "
+             "top-k off.",
+             "The tiny model is randomly initialised (build_tiny_model(seed=0)): speed does not "
+             "depend on the weights. SmolLM2 is the dequantized float32 135M model."]
+    return finish(BENCH, rows, args, notes,
+                  settings={"models": models, "G": Gs,
+                            "cases": {m: [dict(B=b, G=g, new_tokens=t, target=tg)
+                                          for b, g, t, tg in plan[m][0]] for m in models},
+                            "reps": {m: args.reps or plan[m][1] for m in models}})
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

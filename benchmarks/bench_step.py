@@ -1,0 +1,191 @@
+"""GRPO step time: grpolab's step vs TRL ``GRPOTrainer``'s, same model, batch, G and lengths.
+
+Both sides do the same work per step: sample G completions for each of B prompts, score
+them with the same exact-match reward, compute group advantages, one forward + backward
+of the loss, clip the gradient norm, one AdamW step. Settings match TRL's names:
+``num_generations=G``, ``per_device_train_batch_size=B·G``, ``max_completion_length=T``,
+``beta=0`` (no reference model), ``loss_type="dapo"``, ``scale_rewards="group"``,
+``num_iterations=1``, temperature 1, top-p 1, top-k off, lr 1e-5, max_grad_norm 1.
+
+Each side trains its own copy of the same randomly initialised tiny model
+(``build_tiny_model(seed=0)``). Generation is fixed-length on both sides (EOS is an id
+outside the vocabulary for generation), so both generate B·G·T tokens per step.
+
+Interleaving: TRL's ``trainer.train()`` owns its loop, so a callback times each TRL step
+(``on_step_begin`` → ``on_step_end``: the step's generation, reward, loss, backward and
+optimizer) and then runs and times one grpolab step, outside TRL's timed window. The first
+``--warmup`` steps of each side are dropped; the medians of the rest are reported.
+Ratio = TRL seconds per step ÷ grpolab seconds per step (target ≥ 2, i.e. grpolab ≤ 0.5×).
+
+    python benchmarks/bench_step.py            # B=8, G=8 and B=4, G=16 (64 completions/step)
+    python benchmarks/bench_step.py --quick    # B=2, G=4, a few steps
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import sys
+import tempfile
+import time
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import Row, Timings, finish, parser, print_row, set_threads, status  # noqa: E402
+from bench_rollout import FixedLengthTokenizer  # noqa: E402
+
+BENCH = "step"
+TARGET = 2.0  # TRL time / grpolab time; "grpolab ≤ 0.5× TRL's time"
+
+
+def reward_fn(answers):
+    """Exact-match 0/1 reward, the same Python function on both sides."""
+    def score(completion: str, answer: str) -> float:
+        return float(completion.strip() == answer)
+    return score
+
+
+def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float) -> list[Row]:
+    import torch
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from grpolab.grpo import compute_advantages, grpo_update
+    from grpolab.models import build_tiny_model
+    from grpolab.rollout import sample
+    from grpolab.tasks import get_task
+
+    task = get_task("arithmetic")
+    prompts = task.train_prompts
+    score = reward_fn(None)
+    model, tok = build_tiny_model(seed=0)
+    ours_model = copy.deepcopy(model)
+    vocab = model.get_output_embeddings().weight.shape[0]
+    no_eos = vocab + 7
+    ftok = FixedLengthTokenizer(tok, no_eos)
+
+    # ---- grpolab: the loop body of grpolab.train.run (rollout → reward → advantages → update)
+    def make_step(policy, sampler):
+        optimizer = torch.optim.AdamW(policy.parameters(), lr=lr, weight_decay=0.0)
+        gen = torch.Generator().manual_seed(0)
+        cursor = [0]
+
+        def step() -> int:
+            batch = [prompts[(cursor[0] + i) % len(prompts)] for i in range(B)]
+            cursor[0] += B
+            rollout = sampler(policy, ftok, [p.text for p in batch], G, max_new_tokens=T,
+                              temperature=1.0, top_p=1.0, generator=gen)
+            rewards = [score(s, batch[i // G].answer) for i, s in enumerate(rollout.texts)]
+            adv = compute_advantages(rewards, G, "group")
+            grpo_update(policy, optimizer, rollout, adv, num_iterations=1, epsilon=0.2,
+                        beta=0.0, loss_type="dapo", temperature=1.0, max_grad_norm=1.0,
+                        max_completion_length=T)
+            return rollout.tokens_generated
+        return step
+
+    ours = {"grpolab": make_step(ours_model, sample)}
+    try:
+        import proto_fast_decode as proto
+    except ImportError:
+        proto = None
+    if proto is not None and proto.supports(model):
+        ours["prototype"] = make_step(copy.deepcopy(model), proto.fast_sample)
+
+    # ---- TRL
+    def trl_reward(prompts, completions, answer, **kwargs):
+        return [score(c, a) for c, a in zip(completions, answer, strict=True)]
+
+    data = Dataset.from_list([{"prompt": p.text, "answer": p.answer} for p in prompts])
+    times = {"trl": Timings(), **{k: Timings() for k in ours}}
+    tokens = {k: [] for k in ours}
+
+    class Interleave(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kw):
+            self.c0, self.t0 = time.process_time(), time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kw):
+            times["trl"].wall.append(time.perf_counter() - self.t0)
+            times["trl"].cpu.append(time.process_time() - self.c0)
+            names = list(ours) if state.global_step % 2 else list(ours)[::-1]
+            for k in names:
+                c0, t0 = time.process_time(), time.perf_counter()
+                tokens[k].append(ours[k]())
+                times[k].wall.append(time.perf_counter() - t0)
+                times[k].cpu.append(time.process_time() - c0)
+
+    out = tempfile.mkdtemp(prefix="grpolab-bench-trl-")
+    cfg = GRPOConfig(
+        output_dir=out, use_cpu=True, report_to=[], num_generations=G,
+        per_device_train_batch_size=B * G, gradient_accumulation_steps=1,
+        max_completion_length=T, max_steps=steps, learning_rate=lr, max_grad_norm=1.0,
+        beta=0.0, loss_type="dapo", scale_rewards="group", num_iterations=1,
+        temperature=1.0, top_p=1.0, top_k=0, logging_steps=10_000, save_strategy="no",
+        disable_tqdm=True, seed=0, lr_scheduler_type="constant", weight_decay=0.0,
+        optim="adamw_torch", generation_kwargs={"eos_token_id": no_eos},
+    )
+    trainer = GRPOTrainer(model=model, reward_funcs=[trl_reward], args=cfg, train_dataset=data,
+                          processing_class=tok, callbacks=[Interleave()])
+    trainer.train()
+    n = len(times["trl"].wall)
+    if n <= warmup:
+        raise SystemExit(f"error: only {n} steps ran; need more than --warmup {warmup}")
+    for t in times.values():
+        t.wall, t.cpu = t.wall[warmup:], t.cpu[warmup:]
+    b = times["trl"].wall_median
+    rows = []
+    for k in ours:
+        o = times[k].wall_median
+        rows.append(Row(
+            case=f"tiny B={B} G={G} max_completion_length={T}" + (
+                " (prototype decoder)" if k == "prototype" else ""),
+            ours_label="grpolab step (rollout.sample + grpo.grpo_update)" if k == "grpolab" else
+            "grpolab step with benchmarks/proto_fast_decode.py as the sampler (a proposal)",
+            baseline_label="trl.GRPOTrainer step (generate + loss + backward + AdamW)",
+            ours=o, baseline=b, ratio=b / o,
+            target=f"CPU-time ratio >= {TARGET}" if k == "grpolab" else "", reps=n - warmup,
+            extra={"ours_cpu": times[k].cpu_median, "baseline_cpu": times["trl"].cpu_median,
+                   "ours_tokens_per_step": sum(tokens[k]) / len(tokens[k])}))
+    return rows
+
+
+def main(argv=None) -> int:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--cases", default="8x8,4x16",
+                   help="comma-separated BxG (prompts x completions per prompt)")
+    p.add_argument("--max-completion-length", type=int, default=6)
+    p.add_argument("--warmup", type=int, default=3, help="steps dropped from each side")
+    args = p.parse_args(argv)
+    set_threads(args.threads)
+    warnings.filterwarnings("ignore")
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    if args.quick:
+        cases, steps, warmup, T = [(2, 4)], 2 + (args.reps or 3), 2, 4
+    else:
+        try:
+            cases = [tuple(int(x) for x in c.split("x")) for c in args.cases.split(",")]
+        except ValueError:
+            msg = f"error: --cases must look like 8x8,4x16, got {args.cases!r}"
+            raise SystemExit(msg) from None
+        warmup, T = args.warmup, args.max_completion_length
+        steps = warmup + (args.reps or 15)
+    rows = []
+    for B, G in cases:
+        for row in bench_case(B, G, T, steps, warmup, lr=1e-5):
+            if args.quick:
+                row.target = ""
+            elif row.target:
+                row.status = status(row.cpu_ratio >= TARGET)
+            rows.append(row)
+            print_row(BENCH, row)
+    notes = ["Steady state: the first warm-up steps of each side are dropped.",
+             "Both sides: fixed-length generation, beta=0, loss_type=dapo, scale_rewards=group, "
+             "num_iterations=1, AdamW (TRL optim=adamw_torch, constant LR), max_grad_norm=1."]
+    return finish(BENCH, rows, args, notes,
+                  settings={"cases": [f"B={b} G={g}" for b, g in cases], "T": T,
+                            "steps": steps, "warmup": warmup})
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,192 @@
+"""Plots of a G sweep (PNG and SVG), from the files a sweep writes; no training here.
+
+- ``accuracy.{png,svg}``: held-out greedy accuracy per G, mean and min–max band across
+  seeds, against steps (per-step view) and against completions (per-completion view), one
+  row per regime.
+- ``zero_gradient.{png,svg}``: fraction of zero-variance groups vs G: the closed form
+  mean_j p_j^G + (1 − p_j)^G over the warm start's census pass rates, next to the observed
+  fraction and the running prediction of every run.
+- ``gradient_noise.{png,svg}``: trace variance of the batch gradient at the warm start vs G,
+  the same relative to the squared norm of the mean gradient, and the mean logged gradient
+  norm of the runs.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+
+import numpy as np
+
+__all__ = ["find_results", "plot_sweep", "load_curves", "plot_accuracy", "plot_zero_gradient",
+           "plot_gradient_noise"]
+
+
+def find_results(relative: str = "labs/results/cpu-full") -> str:
+    """The directory ``relative`` below the repository root, found from the working directory
+    (a notebook or book chapter runs from its own folder) or from this package's checkout."""
+    from pathlib import Path
+
+    starts = [Path.cwd(), Path(__file__).resolve().parent]
+    for start in starts:
+        for base in (start, *start.parents):
+            if (base / relative / "summary.json").is_file():
+                return str(base / relative)
+    raise FileNotFoundError(f"no {relative}/summary.json above {Path.cwd()}; run "
+                            f"'grpolab lab sweep --preset cpu-full --out {relative}' first")
+
+
+def load_curves(out: str) -> list[dict]:
+    """Rows of ``curves.csv`` with numbers parsed."""
+    with open(os.path.join(out, "curves.csv")) as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        for k, v in r.items():
+            if k != "regime":
+                r[k] = float(v) if v not in ("", None) else float("nan")
+    return rows
+
+
+def _colors(Gs):
+    import matplotlib.pyplot as plt
+
+    cmap = plt.get_cmap("viridis")
+    return {G: cmap(i / max(1, len(Gs) - 1)) for i, G in enumerate(sorted(Gs))}
+
+
+def plot_accuracy(rows: list[dict], regimes: list[str], metric: str = "eval_greedy_accuracy"):
+    """Accuracy vs step and vs completions, mean line and min–max seed band per G."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(regimes), 2, figsize=(10, 3.2 * len(regimes)), squeeze=False)
+    for i, regime in enumerate(regimes):
+        mine = [r for r in rows if r["regime"] == regime]
+        Gs = sorted({int(r["G"]) for r in mine})
+        colors = _colors(Gs)
+        for G in Gs:
+            seeds = sorted({r["seed"] for r in mine if r["G"] == G})
+            steps = sorted({r["step"] for r in mine if r["G"] == G})
+            table = np.full((len(seeds), len(steps)), np.nan)
+            comp = np.zeros(len(steps))
+            for r in mine:
+                if r["G"] == G:
+                    j = steps.index(r["step"])
+                    table[seeds.index(r["seed"]), j] = r[metric]
+                    comp[j] = r["completions"]
+            mean = np.nanmean(table, 0)
+            for ax, x in ((axes[i, 0], np.array(steps)), (axes[i, 1], comp)):
+                ax.plot(x, mean, color=colors[G], label=f"G={G}")
+                if len(seeds) > 1:
+                    ax.fill_between(x, np.nanmin(table, 0), np.nanmax(table, 0),
+                                    color=colors[G], alpha=0.15)
+        axes[i, 0].set_xlabel("GRPO step")
+        axes[i, 1].set_xlabel("completions sampled")
+        for ax in axes[i]:
+            ax.set_ylabel("held-out accuracy" if metric.startswith("eval_greedy")
+                          else metric.replace("_", " "))
+            ax.set_title(f"{regime}")
+            ax.grid(alpha=0.3)
+        axes[i, 0].legend(fontsize=8)
+    fig.suptitle("Held-out accuracy (greedy); band = min–max over seeds", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def plot_zero_gradient(summary: dict, regimes: list[str]):
+    """Zero-variance fraction vs G: closed form at the warm start, observed, predicted."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(regimes), figsize=(4.6 * len(regimes), 3.4), squeeze=False)
+    for ax, regime in zip(axes[0], regimes, strict=True):
+        info = summary["regimes"][regime]
+        th = {int(k): v for k, v in info["zero_gradient_at_warm_start_theory"].items()}
+        if th:
+            Gs = sorted(th)
+            ax.plot(Gs, [th[G] for G in Gs], "k-", label="theory at warm start\n"
+                    "mean of p^G+(1-p)^G (census)")
+        runs = [r for r in summary["runs"] if r["regime"] == regime]
+        ax.scatter([r["G"] for r in runs], [r["zero_gradient_observed"] for r in runs],
+                   marker="o", color="C0", label="observed (run mean)", zorder=3)
+        pred = [r for r in runs if r["zero_gradient_predicted"] is not None]
+        ax.scatter([r["G"] * 1.08 for r in pred], [r["zero_gradient_predicted"] for r in pred],
+                   marker="x", color="C3", label="predicted from running\np estimates", zorder=3)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("G")
+        ax.set_ylabel("fraction of zero-variance groups")
+        gap = info.get("zero_gradient_mean_abs_gap")
+        ax.set_title(f"{regime}" + (f" (mean |gap| {gap:.3f})" if gap is not None else ""))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_gradient_noise(summary: dict, regimes: list[str]):
+    """Gradient noise at the warm start vs G, and the mean logged gradient norm of runs."""
+    import matplotlib.pyplot as plt
+
+    noise = summary.get("gradient_noise", {})
+    fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.4))
+    for i, regime in enumerate(regimes):
+        rows = noise.get(regime, [])
+        if rows:
+            mode = summary["regimes"].get(regime, {}).get("mode", "budget")
+            label = f"{regime} ({'completions' if mode == 'budget' else 'prompts'} per step fixed)"
+            axes[0].plot([r["G"] for r in rows], [r["trace_variance"] for r in rows], "o-",
+                         color=f"C{i}", label=label)
+            ok = [r for r in rows if r["noise_to_signal"] is not None]
+            axes[1].plot([r["G"] for r in ok], [r["noise_to_signal"] for r in ok], "o-",
+                         color=f"C{i}", label=label)
+        runs = [r for r in summary["runs"] if r["regime"] == regime and "grad_norm_mean" in r]
+        if runs:
+            Gs = sorted({r["G"] for r in runs})
+            axes[2].plot(Gs, [np.mean([r["grad_norm_mean"] for r in runs if r["G"] == G])
+                              for G in Gs], "o-", color=f"C{i}", label=regime)
+    axes[0].set_ylabel("E‖g − ḡ‖² (trace variance)")
+    axes[0].set_title("Gradient noise at the warm start")
+    axes[1].set_ylabel("E‖g − ḡ‖² / ‖ḡ‖²")
+    axes[1].set_title("Noise relative to the mean gradient")
+    axes[2].set_ylabel("mean gradient norm during training")
+    axes[2].set_title("Logged gradient norm (before clipping)")
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        if any(y > 0 for line in ax.get_lines() for y in line.get_ydata()):
+            ax.set_yscale("log")
+        ax.set_xlabel("G")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def _save(fig, out_dir: str, name: str) -> list[str]:
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for ext in ("png", "svg"):
+        path = os.path.join(out_dir, f"{name}.{ext}")
+        tmp = os.path.join(out_dir, f".{name}.tmp-{os.getpid()}.{ext}")
+        fig.savefig(tmp, dpi=110, metadata={"Date": None} if ext == "svg" else None)
+        os.replace(tmp, path)
+        paths.append(path)
+    plt.close(fig)
+    return paths
+
+
+def plot_sweep(out: str) -> list[str]:
+    """Write every plot of the sweep in ``out`` to ``out/plots``; return the paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    with open(os.path.join(out, "summary.json")) as f:
+        summary = json.load(f)
+    regimes = list(summary["regimes"])
+    if not regimes:
+        return []
+    plots = os.path.join(out, "plots")
+    os.makedirs(plots, exist_ok=True)
+    paths = _save(plot_accuracy(load_curves(out), regimes), plots, "accuracy")
+    paths += _save(plot_zero_gradient(summary, regimes), plots, "zero_gradient")
+    paths += _save(plot_gradient_noise(summary, regimes), plots, "gradient_noise")
+    return paths

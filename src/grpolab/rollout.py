@@ -1,0 +1,175 @@
+"""The rollout sampler: G completions per prompt, with the prompt encoded once.
+
+GRPO samples G completions of the same prompt. Encoding that prompt G times wastes
+G − 1 forward passes over it, so :func:`sample` runs the prompt batch through the model
+once, then repeats its key/value cache G times along the batch axis
+(``DynamicCache.batch_repeat_interleave``) and decodes all B·G continuations together,
+one token per step, reusing the cache. The per-prompt cost of the prompt is paid once,
+whatever G is (book/theory/cost.md; ``grpolab.theory.sampling_cost``).
+
+Sampling: temperature (``0`` = greedy), nucleus ``top_p``, stop at EOS; finished rows
+are padded and masked. The log-probability of every sampled token under the
+temperature-scaled policy is returned as ``old_logprobs`` (TRL's ``old_per_token_logps``),
+the denominator of the PPO/GRPO ratio.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["Rollout", "sample", "sample_next_token", "encode_prompts"]
+
+
+@dataclass
+class Rollout:
+    """B prompts × G completions, rows prompt-major (the G completions of prompt 0 first).
+
+    Shapes: ``prompt_ids``/``prompt_mask`` (B·G, P), left-padded; ``completion_ids``,
+    ``completion_mask``, ``old_logprobs`` (B·G, T). ``completion_mask`` is 1 on every
+    generated token up to and including EOS and 0 after it.
+    """
+
+    prompt_ids: torch.Tensor
+    prompt_mask: torch.Tensor
+    completion_ids: torch.Tensor
+    completion_mask: torch.Tensor
+    old_logprobs: torch.Tensor
+    texts: list[str]
+    num_generations: int
+
+    @property
+    def tokens_generated(self) -> int:
+        """Completion tokens actually generated (EOS included, padding excluded)."""
+        return int(self.completion_mask.sum())
+
+
+def encode_prompts(tokenizer, prompts: list[str], device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left-padded ``(input_ids, attention_mask)`` for a list of prompt strings."""
+    side = tokenizer.padding_side
+    tokenizer.padding_side = "left"
+    try:
+        enc = tokenizer(list(prompts), padding=True, return_tensors="pt")
+    finally:
+        tokenizer.padding_side = side
+    return enc["input_ids"].to(device), enc["attention_mask"].to(device)
+
+
+def _step(model, input_ids, attention_mask, position_ids, cache):
+    """One forward pass that returns the last position's logits and the updated KV cache.
+
+    transformers ≥ 5 names the cache argument ``cache``; older versions ``past_key_values``.
+    """
+    kwargs = dict(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                  use_cache=True, logits_to_keep=1)
+    if "cache" in inspect.signature(model.forward).parameters:
+        kwargs["cache"] = cache
+    else:
+        kwargs["past_key_values"] = cache
+    if cache is None:
+        from transformers import DynamicCache
+
+        kwargs[next(k for k in ("cache", "past_key_values") if k in kwargs)] = DynamicCache()
+    out = model(**kwargs)
+    new_cache = out.cache if hasattr(out, "cache") else out.past_key_values
+    return out.logits[:, -1, :], new_cache
+
+
+def sample_next_token(logits: torch.Tensor, temperature: float, top_p: float,
+                      generator: torch.Generator | None = None):
+    """Draw one token per row; return ``(token, logprob)``.
+
+    The log-probability is under softmax(logits / temperature) over the whole vocabulary
+    (as TRL computes it), even when ``top_p`` truncates what can be drawn. Temperature 0 is
+    greedy and gives logprob 0 for the argmax token.
+    """
+    if temperature == 0:
+        token = logits.argmax(-1)
+        return token, torch.zeros(token.shape, dtype=torch.float32, device=logits.device)
+    logp = torch.log_softmax(logits.float() / temperature, dim=-1)
+    probs = logp.exp()
+    if top_p < 1.0:
+        sorted_p, order = probs.sort(dim=-1, descending=True)
+        # keep the smallest prefix whose mass reaches top_p (always at least one token)
+        drop = sorted_p.cumsum(-1) - sorted_p >= top_p
+        sorted_p = sorted_p.masked_fill(drop, 0.0)
+        probs = torch.zeros_like(probs).scatter(-1, order, sorted_p)
+    token = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    return token, logp.gather(-1, token[:, None]).squeeze(-1)
+
+
+@torch.no_grad()
+def sample(model, tokenizer, prompts: list[str], num_generations: int = 1, *,
+           max_new_tokens: int = 8, temperature: float = 1.0, top_p: float = 1.0,
+           generator: torch.Generator | None = None) -> Rollout:
+    """Sample ``num_generations`` completions for each prompt, sharing the prompt's KV cache.
+
+    Args:
+        model: a Hugging Face causal LM (any device; inputs follow it).
+        tokenizer: its tokenizer (needs ``eos_token_id`` and ``pad_token_id``).
+        prompts: B prompt strings.
+        num_generations: G, completions per prompt (TRL's name).
+        max_new_tokens: cap on completion length (TRL's ``max_completion_length``).
+        temperature: softmax temperature; 0 means greedy.
+        top_p: nucleus sampling mass in (0, 1].
+        generator: a seeded ``torch.Generator`` on the model's device, for reproducible draws.
+
+    Returns:
+        A :class:`Rollout` with B·G rows, prompt-major.
+    """
+    if num_generations < 1 or int(num_generations) != num_generations:
+        raise ValueError(f"num_generations must be an integer >= 1, got {num_generations!r}")
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens!r}")
+    if not temperature >= 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature!r}")
+    if not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
+    if not prompts:
+        raise ValueError("prompts must be a non-empty list of strings")
+    G = int(num_generations)
+    device = next(model.parameters()).device
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    ids, mask = encode_prompts(tokenizer, prompts, device)
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+
+    # 1. Encode each prompt once ...
+    logits, cache = _step(model, ids, mask, positions, None)
+    # 2. ... then share its cache with the G samples: rows become prompt-major B·G.
+    cache.batch_repeat_interleave(G)
+    logits = logits.repeat_interleave(G, dim=0)
+    mask = mask.repeat_interleave(G, dim=0)
+    next_pos = positions[:, -1:].repeat_interleave(G, dim=0) + 1
+
+    n = logits.shape[0]
+    tokens, logprobs, keep = [], [], []
+    done = torch.zeros(n, dtype=torch.bool, device=device)
+    for _ in range(max_new_tokens):
+        # 3. Decode one token for every row; rows that already emitted EOS get padding.
+        tok, lp = sample_next_token(logits, temperature, top_p, generator)
+        tok = tok.masked_fill(done, pad)
+        keep.append(~done)
+        tokens.append(tok)
+        logprobs.append(lp.masked_fill(done, 0.0))
+        done = done | (tok == eos)
+        if bool(done.all()):
+            break
+        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+        logits, cache = _step(model, tok[:, None], mask, next_pos, cache)
+        next_pos = next_pos + 1
+
+    completion_ids = torch.stack(tokens, dim=1)
+    completion_mask = torch.stack(keep, dim=1).long()
+    texts = tokenizer.batch_decode(completion_ids.masked_fill(completion_mask == 0, pad),
+                                   skip_special_tokens=True)
+    return Rollout(
+        prompt_ids=ids.repeat_interleave(G, dim=0),
+        prompt_mask=mask[:, : ids.shape[1]],
+        completion_ids=completion_ids,
+        completion_mask=completion_mask,
+        old_logprobs=torch.stack(logprobs, dim=1),
+        texts=texts,
+        num_generations=G,
+    )

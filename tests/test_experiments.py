@@ -1,0 +1,219 @@
+"""Tests of grpolab.experiments: configs, rollout merging, a seconds-long remedy run, resume,
+the shared pool, aggregation and the CLI's errors. A 30-step warm start keeps them fast."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from grpolab import experiments
+from grpolab.cli import main
+from grpolab.experiments import ITEMS, LabConfig, LengthBiasedReward, merge_rollouts, run_lab
+from grpolab.tasks import ArithmeticTask, Prompt
+from grpolab.warmstart import WarmStartConfig
+
+SMALL_TASK = {"digits": [1, 2], "operands": [2], "ops": "+", "n_train": 120, "n_eval": 40,
+              "seed": 0}
+
+
+def small_config(**kw) -> LabConfig:
+    base = dict(task_kwargs=dict(SMALL_TASK), train_difficulties=[1, 2],
+                warmstart=WarmStartConfig(task_kwargs=dict(SMALL_TASK), steps=30),
+                num_generations=4, prompts_per_step=4, completion_budget=64, eval_every=32,
+                eval_max_prompts=12, eval_samples=1, census_samples=4, max_train_prompts=40,
+                learning_rate=1e-4)
+    base.update(kw)
+    return LabConfig(**base).validate()
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("remedy-cache"))
+
+
+def test_every_item_config_validates():
+    for item in ITEMS.values():
+        for arm in item.arms:
+            cfg = item.config(arm, 0)
+            assert cfg.completion_budget >= 64 * 10
+            assert cfg.num_generations * cfg.prompts_per_step == 64
+        assert len(item.seeds) >= 3
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("remedy", "magic", "remedy"), ("num_generations", 1, "num_generations"),
+    ("band_low", 1.5, "band_low"), ("advantage_ddof", 2, "advantage_ddof"),
+    ("loss_type", "ppo", "loss_type"), ("completion_budget", 0, "completion_budget"),
+])
+def test_bad_configs_name_the_field(field, value, match):
+    with pytest.raises(ValueError, match=match):
+        LabConfig(**{field: value}).validate()
+
+
+def test_length_biased_reward_prefers_long_or_short():
+    task = ArithmeticTask(**SMALL_TASK)
+    p = Prompt("1+1=", "2", 1)
+    long = LengthBiasedReward(task, 0.5, "long", max_len=6)
+    short = LengthBiasedReward(task, 0.5, "short", max_len=6)
+    assert long.reward(p, "2") == pytest.approx(1 + 0.5 / 6)
+    assert long.reward(p, "222222") == pytest.approx(0.5)
+    assert long.reward(p, "222222") > long.reward(p, "22")
+    assert short.reward(p, "2") > short.reward(p, "22")
+    assert long.correct(p, "2") and not long.correct(p, "22")
+
+
+def test_every_reward_variant_keeps_the_same_prompts():
+    base = experiments.make_task(small_config())
+    for reward in ("partial", "noisy", "length_long", "length_short"):
+        t = experiments.make_task(small_config(reward=reward, noise_q=0.2))
+        assert t.train_prompts == base.train_prompts and t.eval_prompts == base.eval_prompts
+    partial = experiments.make_task(small_config(reward="partial"))
+    p = base.train_prompts[0]
+    assert partial.reward(p, p.answer) == 1.0 and partial.correct(p, p.answer)
+    assert 0 <= partial.reward(p, "9" + p.answer[1:]) < 1
+
+
+def test_merge_rollouts_repads_and_keeps_rows(cache):
+    from grpolab.rollout import sample
+    from grpolab.train import GRPOConfig, load_policy
+
+    cfg = small_config()
+    model, tok, _ = load_policy(GRPOConfig(warmstart=cfg.warmstart, device="cpu"), cache, "cpu")
+    gen = torch.Generator().manual_seed(0)
+    a = sample(model, tok, ["1+2=", "34+56="], 2, max_new_tokens=4, generator=gen)
+    b = sample(model, tok, ["7+8="], 3, max_new_tokens=6, generator=gen)
+    m = merge_rollouts([(a, [2, 3]), (b, [0, 1, 2])], tok.pad_token_id)
+    assert m.prompt_ids.shape[0] == 5 and m.num_generations == 0
+    assert m.texts == [a.texts[2], a.texts[3], *b.texts]
+    # the tokens and masks survive re-padding (prompt left-padded, completion right-padded)
+    n_a = int(a.completion_mask[2].sum())
+    assert torch.equal(m.completion_ids[0, :n_a], a.completion_ids[2, :n_a])
+    assert int(m.completion_mask[0].sum()) == n_a
+    assert int(m.prompt_mask[2].sum()) == int(b.prompt_mask[0].sum())
+    assert torch.equal(m.prompt_ids[2][m.prompt_mask[2].bool()],
+                       b.prompt_ids[0][b.prompt_mask[0].bool()])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("remedy", ["none", "dynamic_sampling", "band", "curriculum",
+                                    "adaptive_g_signal", "allocate", "adaptive_g_card"])
+def test_remedy_runs_spend_the_budget_and_log(tmp_path, cache, remedy):
+    torch.set_num_threads(1)
+    cfg = small_config(remedy=remedy, max_batches=2, curriculum_min_steps=1,
+                       completion_budget=48)
+    s = run_lab(cfg, tmp_path, cache_dir=cache, progress=False)
+    assert s["completions"] >= cfg.completion_budget
+    assert s["grpolab_version"] and s["git_commit"] and s["device"].startswith("cpu")
+    assert s["config"]["remedy"] == remedy
+    assert 0 <= s["final_accuracy"] <= 1
+    if s["updates"]:
+        assert s["final_kl_to_warm_start"] >= 0  # measured even when beta = 0
+    recs = [json.loads(x) for x in open(tmp_path / "log.jsonl")]
+    assert recs[-1]["completions"] == s["completions"]
+    if remedy == "dynamic_sampling":
+        # every used group is informative; cost per step is a multiple of one batch
+        for r in recs[1:]:
+            if r.get("groups"):
+                assert r["informative_fraction"] == 1.0
+                assert r["groups"] <= cfg.prompts_per_step
+            assert r["completions_step"] % (cfg.num_generations * cfg.prompts_per_step) == 0
+            assert r["hit_cap"] == (r.get("groups", 0) < cfg.prompts_per_step)
+
+
+def test_same_seed_same_numbers(tmp_path, cache):
+    torch.set_num_threads(1)
+    cfg = small_config(remedy="band", completion_budget=32)
+    a = run_lab(cfg, tmp_path / "a", cache_dir=cache, progress=False)
+    b = run_lab(cfg, tmp_path / "b", cache_dir=cache, progress=False)
+    keys = ("final_accuracy", "informative_groups_used", "tokens", "completions")
+    assert {k: a[k] for k in keys} == {k: b[k] for k in keys}
+
+
+def test_run_item_resumes_shares_the_pool_and_aggregates(tmp_path, cache, monkeypatch):
+    torch.set_num_threads(1)
+    item = experiments.Item("toy", "toy item", arms={"plain": {}, "same-again": {}},
+                            base=dict(small_config(completion_budget=32).to_dict(),
+                                      warmstart=small_config().warmstart), seeds=[0, 1, 2])
+    monkeypatch.setitem(ITEMS, "toy", item)
+    calls = []
+    real = experiments.run_lab
+    monkeypatch.setattr(experiments, "run_lab",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    out = tmp_path / "toy"
+    res = experiments.run_item("toy", out, cache_dir=cache, progress=False, log=lambda m: None)
+    assert len(calls) == 3  # "same-again" has the same configs: copied from the pool
+    assert res["results"]["plain"]["final_accuracy"]["n"] == 3
+    assert (res["results"]["plain"]["final_accuracy"]["values"]
+            == res["results"]["same-again"]["final_accuracy"]["values"])
+    assert res["grpolab_version"] and res["git_commit"] and res["device"]
+    experiments.run_item("toy", out, cache_dir=cache, progress=False, log=lambda m: None)
+    assert len(calls) == 3  # resumed: nothing retrained
+    os.remove(out / "runs" / "plain" / "seed1" / "summary.json")  # a killed run
+    experiments.run_item("toy", out, cache_dir=cache, progress=False, log=lambda m: None)
+    assert len(calls) == 3  # ... is restored from the pool, not retrained
+    paths = experiments.plot_item(out)
+    assert any(p.endswith(".svg") for p in paths) and all(os.path.getsize(p) > 0 for p in paths)
+    # the command resumes the same runs (nothing retrained), plots and publishes
+    monkeypatch.setitem(ITEMS, "prompts-x-g", item)
+    pub = tmp_path / "published"
+    assert main(["remedies", "--item", "prompts-x-g", "--out", str(out), "--cache", cache,
+                 "--publish", str(pub)]) == 0
+    assert len(calls) == 3
+    assert sorted(os.listdir(pub)) == ["results.json", "results.png", "results.svg"]
+    assert json.loads((pub / "results.json").read_text())["results"]["plain"]["final_accuracy"]
+
+
+def test_cli_rejects_bad_input(capsys):
+    assert main(["remedies", "--item", "dynamic-sampling", "--budget", "0"]) == 2
+    assert "budget" in capsys.readouterr().err
+    assert main(["remedies"]) == 2
+    assert "--item" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(["remedies", "--item", "nope"])
+    assert e.value.code == 2
+    assert main(["remedies", "--list"]) == 0
+    assert "dynamic-sampling" in capsys.readouterr().out
+
+
+def test_dynamic_sampling_theory_reads_the_logs(tmp_path):
+    d = tmp_path / "runs" / "dynamic" / "seed0"
+    d.mkdir(parents=True)
+    cfg = LabConfig(remedy="dynamic_sampling")
+    (d / "summary.json").write_text(json.dumps({"config": cfg.to_dict()}))
+    recs = [{"q_predicted": 0.5, "generation_batches": 2, "completions_step": 128,
+             "groups_generated": 16, "informative_generated": 8, "hit_cap": False}] * 4
+    (d / "log.jsonl").write_text("\n".join(json.dumps(r) for r in recs))
+    out = experiments.dynamic_sampling_theory(str(tmp_path), {})
+    row = out["dynamic"]["per_seed"][0]
+    assert row["completions_per_step_predicted_uncapped"] == pytest.approx(8 * 8 / 0.5)
+    assert row["completions_per_step_predicted_batched"] == pytest.approx(
+        64 * row["generation_batches_predicted_uncapped"])
+    assert row["informative_fraction_observed"] == 0.5
+    assert 0 <= row["cap_hit_probability_predicted"] <= 1
+    assert np.isfinite(row["generation_batches_predicted_uncapped"])
+
+
+def test_probes_measure_what_they_say(cache):
+    from grpolab.train import GRPOConfig, load_policy
+
+    torch.set_num_threads(1)
+    cfg = small_config()
+    model, tok, _ = load_policy(GRPOConfig(warmstart=cfg.warmstart, device="cpu"), cache, "cpu")
+    task = ArithmeticTask(**SMALL_TASK)
+    rows = experiments._probe_temperature(model, tok, task, task.train_prompts, None,
+                                          n_prompts=4, n=8)["rows"]
+    assert {r["temperature"] for r in rows} == {0.2, 0.7, 1.0, 1.3}
+    for r in rows:
+        assert 1 <= r["distinct_mean"] <= r["G"]
+        assert 0 <= r["zero_variance_observed"] <= 1 and 0 <= r["zero_variance_predicted"] <= 1
+        assert r["groups"] == 4 * 8 // r["G"]
+    card = experiments._probe_card_rule(model, tok, task, task.train_prompts, None, steps=3,
+                                        window=2)
+    assert card["binary"]["doubled"] == 0  # a 0/1 reward can never trigger "double"
+    assert card["binary"]["max_variance"] <= 0.25 + 1e-9
+    for d in card.values():
+        assert all(2 <= t["G"] <= 64 for t in d["trajectory"])

@@ -1,0 +1,283 @@
+"""grpolab.quiz and `grpolab quiz`: every answer against an independent computation.
+
+The independent computations below use exact rational arithmetic (fractions.Fraction),
+brute-force enumeration of reward vectors, or the statistics module on explicit
+reward vectors, never grpolab.theory.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grpolab import quiz
+from grpolab.cli import main
+from grpolab.quiz import KINDS, Question, generate_questions, is_correct, parse_answer, run_session
+
+
+def _enumerated_zero_gradient(p: float, G: int) -> float:
+    """Sum the probabilities of all 2^G reward vectors that are constant (G <= 16)."""
+    p = Fraction(p)
+    total = Fraction(0)
+    for rewards in itertools.product((0, 1), repeat=G):
+        if len(set(rewards)) == 1:
+            k = sum(rewards)
+            total += p ** k * (1 - p) ** (G - k)
+    return float(total)
+
+
+def _exact_informative(p: float, G: int) -> Fraction:
+    p = Fraction(p)
+    return 1 - p ** G - (1 - p) ** G
+
+
+def independent_answer(q: Question) -> float:
+    """The answer to ``q`` computed without grpolab.theory."""
+    a = q.params
+    if q.kind == "zero_gradient":
+        return _enumerated_zero_gradient(a["p"], a["G"])
+    if q.kind == "any_success":
+        return float(1 - (1 - Fraction(a["p"])) ** a["G"])
+    if q.kind == "min_group_for_success":
+        p, t = Fraction(a["p"]), Fraction(a["target"])
+        G = math.ceil(math.log(1 - a["target"]) / math.log(1 - a["p"]))
+        # Exact check that G is the smallest group size reaching the target.
+        assert 1 - (1 - p) ** G >= t and (G == 1 or 1 - (1 - p) ** (G - 1) < t)
+        return G
+    if q.kind == "baseline_variance":
+        # Var of k/G with k ~ Binomial(G, p), from the pmf.
+        p, G = Fraction(a["p"]), a["G"]
+        pmf = [math.comb(G, k) * p ** k * (1 - p) ** (G - k) for k in range(G + 1)]
+        mean = sum(Fraction(k, G) * w for k, w in enumerate(pmf))
+        return float(sum((Fraction(k, G) - mean) ** 2 * w for k, w in enumerate(pmf)))
+    if q.kind == "binary_advantage":
+        k, G = a["k"], a["G"]
+        rewards = [1.0] * k + [0.0] * (G - k)
+        sd = statistics.stdev(rewards) if a["ddof"] == 1 else statistics.pstdev(rewards)
+        r = 1.0 if a["correct"] else 0.0
+        return (r - statistics.fmean(rewards)) / sd
+    if q.kind == "dynamic_sampling":
+        return float(a["G"] * a["B"] / _exact_informative(a["p"], a["G"]))
+    if q.kind == "budget_prompts":
+        return a["budget"] // a["G"]
+    if q.kind == "budget_informative":
+        return float((a["budget"] // a["G"]) * _exact_informative(a["p"], a["G"]))
+    if q.kind == "rloo_factor":
+        G = a["G"]
+        rewards = [float(i * i % 7) for i in range(G)]  # any non-constant group
+        i = max(range(G), key=lambda j: abs(rewards[j] - statistics.fmean(rewards)))
+        loo = statistics.fmean(rewards[:i] + rewards[i + 1:])
+        return (rewards[i] - statistics.fmean(rewards)) / (rewards[i] - loo)
+    if q.kind == "ddof_ratio":
+        rewards = [float(i % 3) for i in range(a["G"])] if a["G"] > 2 else [0.0, 1.0]
+        return statistics.stdev(rewards) / statistics.pstdev(rewards)
+    if q.kind == "uniform_difficulty":
+        # Midpoint rule on a fine grid over p in (0, 1): the average over prompts.
+        G, n = a["G"], 200_000
+        p = (np.arange(n) + 0.5) / n
+        return float(np.mean(p ** G + (1 - p) ** G))
+    raise AssertionError(f"no independent computation for kind {q.kind}")
+
+
+QUESTIONS = [q for seed in range(40) for q in generate_questions(10, seed)]
+
+
+def test_every_kind_is_covered_by_the_sample():
+    assert {q.kind for q in QUESTIONS} == set(KINDS)
+
+
+@pytest.mark.parametrize("q", QUESTIONS, ids=[f"{i}-{q.kind}" for i, q in enumerate(QUESTIONS)])
+def test_answer_matches_independent_computation(q):
+    truth = independent_answer(q)
+    if q.integer:
+        assert q.answer == truth
+    elif q.kind == "uniform_difficulty":  # numerical integration: accurate to ~1e-8
+        assert q.answer == pytest.approx(truth, rel=1e-6, abs=1e-9)
+    else:
+        assert q.answer == pytest.approx(truth, rel=1e-9, abs=1e-12)
+    assert is_correct(q, truth)
+    # A 10% error is rejected (tolerances are at most 1% or a small absolute slack).
+    if abs(truth) > 0.05:
+        assert not is_correct(q, truth * 1.1 + (0 if not q.integer else 1))
+
+
+def test_same_seed_same_questions_and_different_seed_differs():
+    a, b, c = (generate_questions(8, s) for s in (3, 3, 4))
+    assert [q.text for q in a] == [q.text for q in b]
+    assert [q.text for q in a] != [q.text for q in c]
+
+
+def test_kinds_filter_and_bad_arguments():
+    assert {q.kind for q in generate_questions(6, 0, ["ddof_ratio"])} == {"ddof_ratio"}
+    with pytest.raises(ValueError, match="unknown question kind"):
+        generate_questions(3, 0, ["nope"])
+    with pytest.raises(ValueError, match="n must be"):
+        generate_questions(0, 0)
+
+
+@pytest.mark.parametrize("text,value", [("0.25", 0.25), ("25%", 0.25), ("1/4", 0.25),
+                                        (" 2.5e-3 ", 0.0025), ("-1.5", -1.5), ("1,024", 1024)])
+def test_parse_answer_accepts_common_formats(text, value):
+    assert parse_answer(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["abc", "", "nan", "inf", "1/0", "0.2.3"])
+def test_parse_answer_rejects_garbage(text):
+    with pytest.raises(ValueError):
+        parse_answer(text)
+
+
+def _answers(questions, wrong=()):
+    return [("oops" if i in wrong else repr(q.answer)) for i, q in enumerate(questions)]
+
+
+def test_session_scores_and_counts_non_numeric_as_wrong(capsys):
+    qs = generate_questions(4, 1)
+    lines = _answers(qs, wrong={2})
+    res = run_session(qs, iter(lines), sys.stdout, interactive=False)
+    out = capsys.readouterr().out
+    assert (res.asked, res.correct, res.interrupted) == (4, 3, False)
+    assert "not a number: 'oops'" in out and "counted as wrong" in out
+    assert out.count("why: ") == 4
+
+
+def test_session_interactive_reprompts_then_quits(capsys):
+    qs = generate_questions(3, 2)
+    res = run_session(qs, iter(["what?", repr(qs[0].answer), "q"]), sys.stdout,
+                      interactive=True)
+    out = capsys.readouterr().out
+    assert "try again" in out
+    assert (res.asked, res.correct) == (1, 1)
+
+
+def test_session_missing_answers_count_as_unanswered(capsys):
+    qs = generate_questions(3, 5)
+    res = run_session(qs, iter([repr(qs[0].answer)]), sys.stdout, interactive=False)
+    assert (res.asked, res.correct) == (3, 1)
+    assert capsys.readouterr().out.count("no answer given") == 2
+
+
+def test_session_keyboard_interrupt_keeps_the_score(capsys):
+    qs = generate_questions(3, 0)
+
+    def answers():
+        yield repr(qs[0].answer)
+        raise KeyboardInterrupt
+
+    res = run_session(qs, answers(), sys.stdout, interactive=True)
+    assert res.interrupted and (res.asked, res.correct) == (1, 1)
+
+
+def _grpolab() -> list[str]:
+    """The installed ``grpolab`` console script next to this Python, else ``python -m``."""
+    script = Path(sys.executable).with_name("grpolab")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "grpolab.cli"]
+
+
+def _cli(args, stdin_text):
+    return subprocess.run([*_grpolab(), "quiz", *args],
+                          input=stdin_text, capture_output=True, text=True, timeout=60)
+
+
+def test_cli_non_interactive_run_on_stdin():
+    qs = generate_questions(5, 0)
+    lines = _answers(qs, wrong={1})
+    proc = _cli(["--n", "5", "--seed", "0"], "\n".join(lines) + "\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "final score: 4/5 (80%)" in proc.stdout
+    for q in qs:
+        assert q.text in proc.stdout
+    assert proc.stderr == ""
+
+
+def test_cli_answers_file_with_comments(tmp_path):
+    qs = generate_questions(3, 9)
+    f = tmp_path / "answers.txt"
+    f.write_text("# my answers\n" + "\n".join(repr(q.answer) for q in qs) + "\n")
+    proc = _cli(["--n", "3", "--seed", "9", "--answers", str(f)], "")
+    assert proc.returncode == 0 and "final score: 3/3 (100%)" in proc.stdout
+
+
+@pytest.mark.parametrize("args", [["--n", "0"], ["--n", "x"], ["--kind", "nope"],
+                                  ["--answers", "/no/such/file"], ["--bogus"]])
+def test_cli_bad_options_one_line_exit_2(args):
+    proc = _cli(args, "")
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in proc.stderr
+
+
+def test_cli_ctrl_c_prints_score_and_exits_130(monkeypatch, capsys):
+    qs = generate_questions(3, 0)
+    replies = iter([repr(qs[0].answer)])
+
+    def fake_input(prompt=""):
+        try:
+            return next(replies)
+        except StopIteration:
+            raise KeyboardInterrupt from None
+
+    monkeypatch.setattr("builtins.input", fake_input)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
+    assert main(["quiz", "--n", "3", "--seed", "0"]) == 130
+    assert "interrupted. score: 1/1 (100%)" in capsys.readouterr().out
+
+
+def test_list_kinds(capsys):
+    assert main(["quiz", "--list-kinds"]) == 0
+    out = capsys.readouterr().out
+    assert all(k in out for k in quiz.KINDS)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="needs a pseudo-terminal")
+def test_cli_real_ctrl_c_on_a_terminal():
+    """Run `grpolab quiz` on a pty (so it is interactive), answer once, then send SIGINT."""
+    import pty
+    import select
+
+    qs = generate_questions(3, 0)
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*_grpolab(), "quiz", "--n", "3", "--seed", "0"], stdin=slave,
+                            stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    out = b""
+
+    def read_until(token: bytes, timeout: float = 30.0) -> None:
+        nonlocal out
+        end = time.monotonic() + timeout
+        while token not in out and time.monotonic() < end:
+            ready, _, _ = select.select([master], [], [], 0.5)  # never block forever
+            if not ready:
+                continue
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        assert token in out, out.decode(errors="replace")
+
+    try:
+        read_until(b"answer> ")
+        os.write(master, (repr(qs[0].answer) + "\n").encode())
+        read_until(b"Question 2/3")
+        read_until(b"answer> ")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130
+        read_until(b"interrupted. score: 1/1 (100%)")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)

@@ -1,0 +1,106 @@
+"""The rollout sampler: sharing the prompt's KV cache across the G samples changes nothing
+about the distributions, only the cost."""
+
+import pytest
+import torch
+
+from grpolab.grpo import per_token_logprobs
+from grpolab.models import build_tiny_model
+from grpolab.rollout import _step, encode_prompts, sample
+
+PROMPTS = ["7+8=", "123+456=", "12+9="]  # different lengths: left padding is exercised
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    torch.manual_seed(0)
+    model, tok = build_tiny_model(seed=0)
+    return model.eval(), tok
+
+
+def _unshared_logprobs(model, tok, prompt: str, continuation: list[int]) -> torch.Tensor:
+    """log-softmax over the vocabulary after every prefix, one unpadded row, no cache."""
+    ids = torch.tensor([tok(prompt)["input_ids"] + continuation])
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[0]
+    P = len(tok(prompt)["input_ids"])
+    return torch.log_softmax(logits[P - 1:P - 1 + len(continuation) + 1], -1)
+
+
+def test_shared_prefix_cache_gives_the_unshared_next_token_distributions(tiny):
+    model, tok = tiny
+    G, steps = 3, 4
+    ids, mask = encode_prompts(tok, PROMPTS, "cpu")
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    with torch.no_grad():
+        logits, cache = _step(model, ids, mask, pos, None)
+        cache.batch_repeat_interleave(G)  # encode once, share with the G samples
+        logits = logits.repeat_interleave(G, 0)
+        mask = mask.repeat_interleave(G, 0)
+        pos = pos[:, -1:].repeat_interleave(G, 0) + 1
+        gen = torch.Generator().manual_seed(1)
+        forced = torch.randint(4, len(tok), (len(PROMPTS) * G, steps), generator=gen)
+        shared = [torch.log_softmax(logits, -1)]
+        for t in range(steps):
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
+            logits, cache = _step(model, forced[:, t:t + 1], mask, pos, cache)
+            pos = pos + 1
+            shared.append(torch.log_softmax(logits, -1))
+    shared = torch.stack(shared, 1)  # (B·G, steps+1, V)
+    for row in range(len(PROMPTS) * G):
+        ref = _unshared_logprobs(model, tok, PROMPTS[row // G], forced[row].tolist())
+        torch.testing.assert_close(shared[row], ref, atol=1e-5, rtol=1e-4)
+
+
+def test_old_logprobs_match_a_full_forward_pass(tiny):
+    model, tok = tiny
+    r = sample(model, tok, PROMPTS, 4, max_new_tokens=5, generator=torch.Generator().manual_seed(0))
+    assert r.completion_ids.shape[0] == len(PROMPTS) * 4
+    with torch.no_grad():
+        logp, _ = per_token_logprobs(model, r.prompt_ids, r.prompt_mask, r.completion_ids,
+                                     r.completion_mask)
+    m = r.completion_mask.bool()
+    torch.testing.assert_close(r.old_logprobs[m], logp[m], atol=1e-5, rtol=1e-4)
+    assert torch.all(r.old_logprobs[~m] == 0)
+
+
+def test_eos_stops_and_masks(tiny):
+    model, tok = tiny
+    # force EOS to be the only option after the first token by biasing the head
+    with torch.no_grad():
+        bias = torch.zeros(len(tok))
+        bias[tok.eos_token_id] = 50.0
+        model.lm_head.register_forward_hook(lambda m, i, o: o + bias)
+        r = sample(model, tok, PROMPTS, 2, max_new_tokens=6)
+    model.lm_head._forward_hooks.clear()
+    assert r.completion_ids.shape[1] == 1  # everyone stopped at once
+    assert torch.all(r.completion_ids[:, 0] == tok.eos_token_id)
+    assert r.tokens_generated == len(PROMPTS) * 2 and r.texts == [""] * 6
+
+
+def test_greedy_matches_generate_and_top_p_tiny_is_greedy(tiny):
+    model, tok = tiny
+    ours = sample(model, tok, PROMPTS, 1, max_new_tokens=4, temperature=0)
+    nucleus = sample(model, tok, PROMPTS, 1, max_new_tokens=4, top_p=1e-6,
+                     generator=torch.Generator().manual_seed(0))
+    ids, mask = encode_prompts(tok, PROMPTS, "cpu")
+    with torch.no_grad():
+        ref = model.generate(input_ids=ids, attention_mask=mask, do_sample=False,
+                             max_new_tokens=4, pad_token_id=tok.pad_token_id,
+                             eos_token_id=tok.eos_token_id)[:, ids.shape[1]:]
+    T = ours.completion_ids.shape[1]
+    m = ours.completion_mask.bool()
+    assert torch.equal(ours.completion_ids[m], ref[:, :T][m])
+    assert torch.equal(nucleus.completion_ids, ours.completion_ids)
+
+
+def test_seeded_sampling_is_reproducible_and_checks_arguments(tiny):
+    model, tok = tiny
+    a = sample(model, tok, PROMPTS, 4, generator=torch.Generator().manual_seed(7))
+    b = sample(model, tok, PROMPTS, 4, generator=torch.Generator().manual_seed(7))
+    assert torch.equal(a.completion_ids, b.completion_ids) and a.texts == b.texts
+    for kwargs, match in [({"num_generations": 0}, "num_generations"),
+                          ({"top_p": 0.0}, "top_p"), ({"temperature": -1.0}, "temperature"),
+                          ({"max_new_tokens": 0}, "max_new_tokens")]:
+        with pytest.raises(ValueError, match=match):
+            sample(model, tok, PROMPTS, **{"num_generations": 2, **kwargs})

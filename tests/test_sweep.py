@@ -1,0 +1,121 @@
+"""The G sweep: summaries, plots, resume after a kill, CLI errors."""
+
+import json
+import os
+from dataclasses import replace
+
+import pytest
+import torch
+
+import grpolab.train
+from grpolab import cli
+from grpolab.presets import Regime, get_preset
+from grpolab.sweep import noise_verdict, run_sweep
+from grpolab.warmstart import WarmStartConfig
+
+TASK = {"digits": [1, 2], "n_train": 120, "n_eval": 30}
+
+
+def tiny_preset():
+    return get_preset(
+        "cpu-quick", group_sizes=[2, 4], seeds=[0, 1], steps=3, eval_every=2,
+        task_kwargs=TASK, warmstart=WarmStartConfig(task_kwargs=TASK, steps=20),
+        regimes=[Regime("mixed", [1, 2], budget=8)], max_train_prompts=40, noise_batches=3,
+        eval_samples=2)
+
+
+@pytest.mark.slow
+def test_killed_sweep_resumes_without_redoing_finished_runs(tmp_path, monkeypatch):
+    torch.set_num_threads(1)
+    preset = tiny_preset()
+    real_run, calls = grpolab.train.run, []
+
+    def killed_after_two(*args, **kwargs):  # Ctrl-C in the middle of the third run
+        calls.append(args[1])
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(grpolab.train, "run", killed_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(preset, tmp_path, progress=False, plots=False, log=lambda *_: None)
+    done = calls[:2]
+    stamps = {p: os.stat(os.path.join(p, "summary.json")).st_mtime_ns for p in done}
+    before = {p: json.load(open(os.path.join(p, "summary.json"))) for p in done}
+
+    monkeypatch.setattr(grpolab.train, "run", real_run)
+    resumed = []
+    monkeypatch.setattr(grpolab.train, "run",
+                        lambda *a, **k: resumed.append(a[1]) or real_run(*a, **k))
+    summary = run_sweep(preset, tmp_path, progress=False, plots=True, log=lambda *_: None)
+    assert sorted(resumed) == sorted(set(calls[2:]) | {
+        os.path.join(tmp_path, "runs", "mixed", "G4-seed1")})
+    for p in done:  # finished runs untouched
+        assert os.stat(os.path.join(p, "summary.json")).st_mtime_ns == stamps[p]
+        assert json.load(open(os.path.join(p, "summary.json"))) == before[p]
+    assert summary["runs_finished"] == summary["runs_planned"] == 4
+    for key in ("G", "seed", "initial_accuracy", "final_accuracy", "zero_gradient_observed",
+                "zero_gradient_predicted", "completions", "seconds"):
+        assert all(key in r for r in summary["runs"])
+    assert summary["zero_gradient_mean_abs_gap"] is not None
+    meta = json.load(open(tmp_path / "sweep.json"))
+    for key in ("preset", "grpolab_version", "git_commit", "device"):
+        assert key in meta
+    for name in ("accuracy", "zero_gradient", "gradient_noise"):
+        for ext in ("png", "svg"):
+            assert (tmp_path / "plots" / f"{name}.{ext}").stat().st_size > 1000
+    header = (tmp_path / "curves.csv").read_text().splitlines()[0].split(",")
+    assert {"regime", "G", "seed", "step", "completions", "eval_greedy_accuracy"} <= set(header)
+
+    # the same seed and config give the same numbers
+    again = tmp_path / "again"
+    one = replace(tiny_preset(), group_sizes=[2], seeds=[0])
+    run_sweep(one, again, progress=False, plots=False, log=lambda *_: None)
+    a = json.load(open(tmp_path / "runs" / "mixed" / "G2-seed0" / "summary.json"))
+    b = json.load(open(again / "runs" / "mixed" / "G2-seed0" / "summary.json"))
+    for key in ("final_accuracy", "zero_gradient_observed", "zero_gradient_predicted"):
+        assert a[key] == b[key], key
+
+
+def test_noise_verdict():
+    v = noise_verdict({2: [0.5, 0.52, 0.48], 8: [0.51, 0.49, 0.53]})
+    assert v["within_noise"] is True and "within seed noise" in v["statement"]
+    v = noise_verdict({2: [0.2, 0.21, 0.19], 8: [0.6, 0.61, 0.59]})
+    assert v["within_noise"] is False and v["best_G"] == 8
+    assert noise_verdict({2: [0.5], 8: [0.6]})["within_noise"] is None
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--preset", "nope"], "preset must be one of"),
+    (["--preset", "cpu-quick", "--G", "3"], "not a multiple of G=3"),
+    (["--preset", "cpu-quick", "--G", "1"], "--G values must be >= 2"),
+    (["--preset", "cpu-quick", "--steps", "0"], "--steps must be >= 1"),
+    (["--preset", "cpu-quick", "--regimes", "easy"], "not a regime"),
+    (["--preset", "cpu-quick", "--learning-rate", "-1"], "--learning-rate must be > 0"),
+])
+def test_cli_bad_input_is_one_line_and_exit_2(argv, match, tmp_path, capsys):
+    code = cli.main(["lab", "sweep", "--out", str(tmp_path), *argv])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("error: ") and match in err and err.count("\n") == 1
+    assert not (tmp_path / "sweep.json").exists()
+
+
+def test_cli_plot_without_results_is_a_clear_error(tmp_path, capsys):
+    assert cli.main(["lab", "plot", "--out", str(tmp_path)]) == 2
+    assert "run 'grpolab lab sweep' first" in capsys.readouterr().err
+
+
+def test_presets_listed(capsys):
+    assert cli.main(["lab", "presets"]) == 0
+    out = capsys.readouterr().out
+    assert "cpu-quick" in out and "cpu-full" in out and "gpu" in out
+
+
+@pytest.mark.slow
+def test_rerun_with_another_config_refuses_to_mix_results(tmp_path):
+    preset = replace(tiny_preset(), group_sizes=[2], seeds=[0], noise_batches=0)
+    run_sweep(preset, tmp_path, progress=False, plots=False, log=lambda *_: None)
+    with pytest.raises(ValueError, match="another config"):
+        run_sweep(replace(preset, learning_rate=1e-3), tmp_path, progress=False, plots=False,
+                  log=lambda *_: None)
