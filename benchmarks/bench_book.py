@@ -6,6 +6,13 @@ lives under the output folder, so a build into a fresh folder is cold. The round
 interleave (cold, warm, cold, warm, ...): each round builds into a new folder, then builds
 again into the same folder with nothing changed.
 
+Snapshot: ``grpolab book build`` drops its notebook cache whenever grpolab's own source
+changed (``grpolab.book._drop_stale_cache``), and the book's pages may change too. So that
+other people's edits to the working tree during a run cannot turn a warm build cold, the
+builds run on a snapshot: a temporary folder that mirrors the checkout, with ``src/`` and
+``book/`` copied and everything else (``labs/``, ``benchmarks/``, ...) linked, and
+``PYTHONPATH`` pointing at the copied ``src/``.
+
     python benchmarks/bench_book.py             # the real book/ (minutes)
     python benchmarks/bench_book.py --quick     # a generated two-page book (seconds)
 
@@ -66,13 +73,27 @@ def make_mini_book(root: str) -> str:
     return src
 
 
-def build(src: str, out: str) -> tuple[float, float]:
+def snapshot(root: str) -> str:
+    """Mirror the checkout under ``root``: copy src/ and book/, link the rest. Returns it."""
+    repo = os.path.join(root, "repo")
+    os.makedirs(repo)
+    skip = shutil.ignore_patterns("_build", "__pycache__", "*.egg-info")
+    for name in os.listdir(REPO):
+        path = os.path.join(REPO, name)
+        if name in ("src", "book"):
+            shutil.copytree(path, os.path.join(repo, name), ignore=skip)
+        else:
+            os.symlink(path, os.path.join(repo, name))
+    return repo
+
+
+def build(src: str, out: str, env: dict) -> tuple[float, float]:
     """Run ``grpolab book build`` once; return (wall seconds, CPU seconds of the children)."""
     cmd = [sys.executable, "-m", "grpolab", "book", "build", "--book", src, "--out", out,
            "--quiet"]
     before = os.times()
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     after = os.times()
     cpu = (after.children_user - before.children_user) + (after.children_system
@@ -95,23 +116,29 @@ def main(argv=None) -> int:
     reps = args.reps or 2
     tmp = tempfile.mkdtemp(prefix="grpolab-bench-book-")
     try:
-        src = make_mini_book(tmp) if args.quick else os.path.abspath(args.book)
-        if not os.path.isfile(os.path.join(src, "_config.yml")):
-            raise SystemExit(f"error: no Jupyter Book at {src} (missing _config.yml)")
-        if args.exclude:
-            copy = os.path.join(tmp, "book")
-            shutil.copytree(src, copy, ignore=shutil.ignore_patterns("_build"))
-            for page in args.exclude:
-                path = os.path.join(copy, page)
-                if not os.path.isfile(path):
-                    raise SystemExit(f"error: --exclude {page}: no such page in {src}")
-                os.remove(path)
-            src = copy
+        book = os.path.abspath(args.book)
+        if not args.quick and not os.path.isfile(os.path.join(book, "_config.yml")):
+            raise SystemExit(f"error: no Jupyter Book at {book} (missing _config.yml)")
+        repo = snapshot(tmp)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [os.path.join(repo, "src"), *filter(None, [os.environ.get("PYTHONPATH")])]))
+        if args.quick:
+            src = make_mini_book(tmp)
+        elif os.path.realpath(book) == os.path.realpath(os.path.join(REPO, "book")):
+            src = os.path.join(repo, "book")
+        else:  # another book: copy it as it is now
+            src = os.path.join(tmp, "book")
+            shutil.copytree(book, src, ignore=shutil.ignore_patterns("_build"))
+        for page in args.exclude:
+            path = os.path.join(src, page)
+            if not os.path.isfile(path):
+                raise SystemExit(f"error: --exclude {page}: no such page in {book}")
+            os.remove(path)
         t = {"cold": Timings(), "warm": Timings()}
         for r in range(reps):
             out = os.path.join(tmp, f"out{r}")
             for side in ("cold", "warm"):
-                wall, cpu = build(src, out)
+                wall, cpu = build(src, out, env)
                 t[side].wall.append(wall)
                 t[side].cpu.append(cpu)
                 print(f"  round {r + 1}/{reps} {side}: {wall:.1f} s", flush=True)
@@ -130,6 +157,8 @@ def main(argv=None) -> int:
         print_row(BENCH, row)
     notes = ["`grpolab book build --book <book> --out <tmp> --quiet`; cold = new output folder "
              "(the notebook execution cache lives there), warm = the same command again.",
+             "Built from a snapshot of src/ and book/ taken at the start, so edits to the "
+             "working tree during the run do not invalidate the warm cache.",
              "CPU seconds are those of the build process and its kernels."]
     return finish(BENCH, rows, args, notes,
                   settings={"book": "generated mini book" if args.quick else "book/",

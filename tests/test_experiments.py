@@ -217,3 +217,21 @@ def test_probes_measure_what_they_say(cache):
     assert card["binary"]["max_variance"] <= 0.25 + 1e-9
     for d in card.values():
         assert all(2 <= t["G"] <= 64 for t in d["trajectory"])
+
+
+def test_table_html_and_compare():
+    res = {"results": {"a": {"final_accuracy": {"mean": 0.5, "sd": 0.01, "n": 3},
+                             "accuracy_gain": {"mean": 0.1, "sd": None, "n": 1}},
+                       "b": {"final_accuracy": {"mean": 0.45, "sd": 0.01, "n": 3}}}}
+    md = experiments.arm_table(res, {"final_accuracy": "acc", "accuracy_gain": "gain"})
+    html = experiments.table_html(md)
+    assert html.count("<tr>") == 3 and "0.500 ± 0.010" in html and "<th>acc</th>" in html
+    c = experiments.compare(res, "a", "b")
+    assert c["difference"] == pytest.approx(0.05) and c["within_noise"] is False
+    assert c["two_se"] == pytest.approx(2 * np.sqrt(2 * 0.01 ** 2 / 3))
+
+
+def test_cli_item_names_match_the_items():
+    from grpolab.commands.remedies import ITEM_NAMES
+
+    assert list(ITEM_NAMES) == list(ITEMS)

@@ -52,7 +52,8 @@ __all__ = ["LabConfig", "REMEDIES", "REWARDS", "LengthBiasedReward", "PartialCre
            "merge_rollouts", "run_lab", "Item", "ITEMS", "run_item", "aggregate_item",
            "plot_item", "dynamic_sampling_theory", "config_key", "results_root",
            "load_results", "arm_table", "compare", "publish",
-           "reproduce_command", "display_item", "run_probe"]
+           "reproduce_command", "display_item", "run_probe", "table_html",
+           "show_table"]
 
 REMEDIES = ("none", "dynamic_sampling", "band", "curriculum", "adaptive_g_card",
             "adaptive_g_signal", "allocate")
@@ -682,7 +683,8 @@ ITEMS: dict[str, Item] = {
               "binary-ddof0": {"advantage_ddof": 0},
               "partial-std": {"reward": "partial"},
               **{f"noisy-G{G}": {"reward": "noisy", "noise_q": 0.2, "num_generations": G,
-                                 "prompts_per_step": 64 // G} for G in (4, 8, 32)}}),
+                                 "prompts_per_step": 64 // G} for G in (4, 8, 32)}},
+        seeds=[0, 1, 2, 3, 4]),
     "length-bias": Item(
         "length-bias", "Length-biased reward: G and loss aggregation",
         arms={f"{lt}-G{G}": {"reward": "length_long", "loss_type": lt, "num_generations": G,
@@ -691,7 +693,8 @@ ITEMS: dict[str, Item] = {
     "prompts-x-g": Item(
         "prompts-x-g", "Prompts × G at a fixed budget of 64 completions per step",
         arms={f"B{64 // G}-G{G}": {"num_generations": G, "prompts_per_step": 64 // G}
-              for G in (2, 4, 8, 16, 32)}),
+              for G in (2, 4, 8, 16, 32)},
+        seeds=[0, 1, 2, 3, 4]),
 }
 for _item in ITEMS.values():
     _item.base.setdefault("completion_budget", _BUDGET)
@@ -1154,8 +1157,29 @@ def display_item(item: str, metrics: dict[str, str] | None = None, *, plot: str 
     if res is None:
         display(Markdown(f"**Not yet measured.** Run `{reproduce_command(item)}`."))
         return None
-    display(Markdown(arm_table(res, metrics)))
+    show_table(arm_table(res, metrics))
     path = os.path.join(root or results_root(), item, plot)
     if os.path.isfile(path):
         display(Image(filename=path))
     return res
+
+
+def table_html(md: str) -> str:
+    """An HTML table from a pipe table (header, separator, rows): the book's Markdown
+    renderer is CommonMark, which has no tables."""
+    import html
+
+    lines = [ln.strip() for ln in md.strip().splitlines() if ln.strip()]
+    cells = [[html.escape(c.strip()) for c in ln.strip("|").split("|")] for ln in lines]
+    head, body = cells[0], [r for r in cells[2:]]
+    out = ["<table>", "<thead><tr>" + "".join(f"<th>{c}</th>" for c in head) + "</tr></thead>",
+           "<tbody>"]
+    out += ["<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in body]
+    return "\n".join(out + ["</tbody>", "</table>"])
+
+
+def show_table(md: str) -> None:
+    """Display a pipe table as HTML (notebooks and the book)."""
+    from IPython.display import HTML, display
+
+    display(HTML(table_html(md)))

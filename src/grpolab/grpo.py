@@ -16,7 +16,7 @@ and ``loss_type`` decides how the ℓ_{i,t} are averaged (TRL ``GRPOTrainer._com
 
 With one optimizer step per generation batch (what grpolab does) ``dapo`` equals ``bnpo``.
 
-Derived in: book/theory/grpo-in-one-page.md ("The objective", "Loss aggregation").
+Derived in: book/theory/01-grpo-in-one-page.md ("The objective", "Loss aggregation").
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def grpo_loss(logprobs, old_logprobs, ref_logprobs, advantages, completion_mask,
         0 when β = 0), ``clip_ratio_low``, ``clip_ratio_high``, ``clip_ratio`` (fractions of
         tokens whose ratio was clipped with a nonzero advantage pushing past the bound).
 
-    Derived in: book/theory/grpo-in-one-page.md, "The objective".
+    Derived in: book/theory/01-grpo-in-one-page.md, "The objective".
     """
     if loss_type not in LOSS_TYPES:
         raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")

@@ -72,6 +72,10 @@ class SweepPreset:
     eval_samples: int = 4
     noise_batches: int = 16  # independent batches per G for the gradient-noise measurement
     device: str = "cpu"
+    backend: str = "grpolab"  # "grpolab" (train.py's loop) or "trl" (grpolab.trl_backend)
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_completion_length: int = 6
     torch_threads: int | None = 1  # CPU threads for torch; 1 is kind to a shared machine
 
     def to_dict(self) -> dict:
@@ -109,6 +113,32 @@ PRESETS: dict[str, SweepPreset] = {
         torch_threads=None,
     ),
 }
+
+
+def _gpu_smollm2() -> SweepPreset:
+    """SmolLM2-135M-Instruct on word problems; values from grpolab.smollm2 (no torch import)."""
+    from grpolab import smollm2
+
+    h = smollm2.GPU_SMOLLM2_HPARAMS
+    return SweepPreset(
+        name="gpu-smollm2",
+        description="SmolLM2-135M-Instruct (offline, full fine-tune) on word problems, G in "
+                    "2 4 8 16 x 1 seed x 100 steps at 64 completions per step; sized for "
+                    "<= 15 minutes on one modern GPU (not yet run on a GPU).",
+        group_sizes=list(smollm2.GPU_SMOLLM2_GROUP_SIZES), seeds=list(smollm2.GPU_SMOLLM2_SEEDS),
+        steps=h["steps"], regimes=[Regime("mixed", list(h["train_difficulties"]),
+                                          budget=smollm2.GPU_SMOLLM2_BUDGET)],
+        task=h["task"], task_kwargs=dict(smollm2.GPU_SMOLLM2_TASK_KWARGS), model=h["model"],
+        learning_rate=h["learning_rate"], max_grad_norm=h["max_grad_norm"], beta=h["beta"],
+        loss_type=h["loss_type"], scale_rewards=h["scale_rewards"],
+        max_train_prompts=h["max_train_prompts"], eval_every=h["eval_every"],
+        eval_samples=h["eval_samples"], noise_batches=4, device="auto",
+        temperature=h["temperature"], top_p=h["top_p"],
+        max_completion_length=h["max_completion_length"],
+    )
+
+
+PRESETS["gpu-smollm2"] = _gpu_smollm2()
 
 
 def get_preset(name: str, **overrides) -> SweepPreset:

@@ -5,7 +5,7 @@ G − 1 forward passes over it, so :func:`sample` runs the prompt batch through 
 once, then repeats its key/value cache G times along the batch axis
 (``DynamicCache.batch_repeat_interleave``) and decodes all B·G continuations together,
 one token per step, reusing the cache. The per-prompt cost of the prompt is paid once,
-whatever G is (book/theory/cost.md; ``grpolab.theory.sampling_cost``).
+whatever G is (book/theory/04-cost-of-g.md; ``grpolab.theory.sampling_cost``).
 
 Sampling: temperature (``0`` = greedy), nucleus ``top_p``, stop at EOS; finished rows
 are padded and masked. The log-probability of every sampled token under the

@@ -48,7 +48,8 @@ def run_config(preset: SweepPreset, regime, G: int, seed: int) -> GRPOConfig:
         learning_rate=preset.learning_rate, max_grad_norm=preset.max_grad_norm,
         beta=preset.beta, loss_type=preset.loss_type, scale_rewards=preset.scale_rewards,
         eval_every=preset.eval_every, eval_samples=preset.eval_samples, seed=seed,
-        device=preset.device,
+        device=preset.device, backend=preset.backend, temperature=preset.temperature,
+        top_p=preset.top_p, max_completion_length=preset.max_completion_length,
     ).validate()
 
 

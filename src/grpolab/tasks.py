@@ -15,7 +15,7 @@ with a partial-credit reward (``arithmetic_partial``), and :class:`NoisyReward`,
 that flips a binary reward with probability q, a stand-in for an imperfect reward model
 (``arithmetic_noisy``).
 
-Derived in: book/labs/01-g-sweep.md ("The task").
+Derived in: book/labs/01-g-sweep.md ("The setup").
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ Many GPUs (one process per GPU; B·G must divide by the number of processes)::
     accelerate launch --num_processes 8 -m grpolab.trl_backend \\
         --preset gpu-smollm2 --G 16 --seed 0 --use-vllm --out runs/trl-smollm2-G16-vllm
 
-Derived in: book/labs/02-smollm2.md ("Scaling out with TRL").
+Derived in: book/labs/02-smollm2.md ("Scaling out: the TRL backend").
 """
 
 from __future__ import annotations
@@ -340,6 +340,8 @@ def run(config, out_dir, *, cache_dir: str | None = None, census=None, progress:
     cache_dir = cache_dir or os.path.join(out_dir, "cache")
     device = resolve_device(config.device)
     G, B = config.num_generations, config.prompts_per_step
+    # the same window rule as grpolab.train: None means max(G, 8)
+    width = config.pass_rate_window or max(G, 8)
     task = get_task(config.task, **config.task_kwargs)
     train_prompts, eval_prompts = training_prompts(config, task)
     model, tokenizer, source = load_policy(config, cache_dir, device, progress)
@@ -354,12 +356,12 @@ def run(config, out_dir, *, cache_dir: str | None = None, census=None, progress:
 
     if census is None:
         census = pass_rate_census(model, tokenizer, task, _rendered(task, tokenizer, train_prompts),
-                                  samples=config.pass_rate_window, seed=config.seed, **sampling)
+                                  samples=width, seed=config.seed, **sampling)
     census = np.asarray(census)
     if census.shape[0] != len(train_prompts) or census.shape[1] < G:
         raise ValueError(f"census must have shape ({len(train_prompts)}, >= {G}), "
                          f"got {census.shape}")
-    window = PassRateWindow(census[:, -config.pass_rate_window:])
+    window = PassRateWindow(census[:, -width:])
 
     start = time.time()
     initial = {"step": 0, **_eval(model), "seconds": 0.0, "completions": 0, "tokens": 0}

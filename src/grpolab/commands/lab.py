@@ -44,6 +44,9 @@ def register(sub) -> None:
                     help="supervised warm-start steps (default: preset's; small values are for "
                     "smoke tests)")
     sw.add_argument("--threads", type=int, help="torch CPU threads (default: preset's)")
+    sw.add_argument("--backend", choices=["grpolab", "trl"],
+                    help="grpolab: the readable loop in grpolab.train; trl: TRL's GRPOTrainer "
+                    "(grpolab.trl_backend). Default: preset's")
     sw.add_argument("--no-plots", action="store_true", help="skip the plots")
     sw.add_argument("--quiet", action="store_true", help="no progress bars")
     sw.set_defaults(func=run_sweep_cmd)
@@ -93,7 +96,7 @@ def build_preset(args: argparse.Namespace):
         warm = replace(warm, steps=args.warmstart_steps)
     return get_preset(args.preset, group_sizes=args.G, seeds=args.seeds, steps=args.steps,
                       device=args.device, learning_rate=args.learning_rate, regimes=regimes,
-                      warmstart=warm, torch_threads=args.threads)
+                      warmstart=warm, torch_threads=args.threads, backend=args.backend)
 
 
 def run_sweep_cmd(args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ def register(sub) -> None:
     p.add_argument("--arms", nargs="+", default=None, metavar="ARM",
                    help="run only these arms (default: all)")
     p.add_argument("--budget", type=int, default=None, metavar="N",
-                   help="completions per run (default: the item's, 7680)")
+                   help="completions per run (default: the item's, 5120)")
     p.add_argument("--cache", default=None, help="warm-start cache directory (default: OUT/cache)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
     p.add_argument("--no-plots", action="store_true", help="skip the plots")
