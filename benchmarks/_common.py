@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STARTED = time.time()
 
 
 @dataclass
@@ -210,7 +211,8 @@ def finish(bench: str, rows: list[Row], args: argparse.Namespace, notes: list[st
                    "load_average_1m_at_end": load,
                    "threads": args.threads, "settings": settings or {},
                    "rows": [asdict(r) for r in rows], "notes": notes or [],
-                   "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                   "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                   "seconds": round(time.time() - STARTED, 1)}
         tmp = args.json + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(payload, f, indent=1)

@@ -115,7 +115,8 @@ def refresh_markdown(results: dict) -> None:
     for name in BENCHMARKS:
         b = results.get("benchmarks", {}).get(name)
         if b:
-            parts.append(f"- {name}: `{b['command']}` ({b.get('seconds', '?')} s wall, "
+            wall = f"{b['seconds']} s wall" if "seconds" in b else "wall time not recorded"
+            parts.append(f"- {name}: `{b['command']}` ({wall}, "
                          f"torch threads {b.get('threads')}, finished {b.get('finished')}, "
                          f"load average then {b.get('load_average_1m_at_end')})")
     block = "\n".join(parts)

@@ -670,7 +670,8 @@ ITEMS: dict[str, Item] = {
         probe=_probe_card_rule),
     "temperature": Item(
         "temperature", "Temperature × G",
-        arms={f"T{T}-G8": {"temperature": T} for T in (0.2, 0.7, 1.0, 1.3)},
+        arms={f"T{T}-G{G}": {"temperature": T, "num_generations": G, "prompts_per_step": 64 // G}
+              for G in (8, 32) for T in (0.2, 0.7, 1.0, 1.3)},
         probe=_probe_temperature),
     "beta": Item(
         "beta", "β × G",

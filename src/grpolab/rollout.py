@@ -15,6 +15,7 @@ the denominator of the PPO/GRPO ratio.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass
 
@@ -57,21 +58,26 @@ def encode_prompts(tokenizer, prompts: list[str], device) -> tuple[torch.Tensor,
     return enc["input_ids"].to(device), enc["attention_mask"].to(device)
 
 
-def _step(model, input_ids, attention_mask, position_ids, cache):
-    """One forward pass that returns the last position's logits and the updated KV cache.
+@functools.lru_cache(maxsize=None)
+def _cache_argument(model_class: type) -> str:
+    """transformers ≥ 5 names the cache argument ``cache``; older versions ``past_key_values``.
 
-    transformers ≥ 5 names the cache argument ``cache``; older versions ``past_key_values``.
+    Looked up once per model class: ``inspect.signature`` on every decoded token showed up
+    in the rollout profile (benchmarks/RESULTS.md).
     """
+    params = inspect.signature(model_class.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def _step(model, input_ids, attention_mask, position_ids, cache):
+    """One forward pass that returns the last position's logits and the updated KV cache."""
     kwargs = dict(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
                   use_cache=True, logits_to_keep=1)
-    if "cache" in inspect.signature(model.forward).parameters:
-        kwargs["cache"] = cache
-    else:
-        kwargs["past_key_values"] = cache
     if cache is None:
         from transformers import DynamicCache
 
-        kwargs[next(k for k in ("cache", "past_key_values") if k in kwargs)] = DynamicCache()
+        cache = DynamicCache()
+    kwargs[_cache_argument(type(model))] = cache
     out = model(**kwargs)
     new_cache = out.cache if hasattr(out, "cache") else out.past_key_values
     return out.logits[:, -1, :], new_cache
