@@ -104,7 +104,9 @@ class ArithmeticTask(Task):
         n_train = as_positive_int(n_train, "n_train")
         n_eval = as_positive_int(n_eval, "n_eval")
         self.digits, self.operands, self.ops, self.seed = digits, operands, ops, seed
-        rng = random.Random(f"{self.name}-{digits}-{operands}-{ops}-{seed}")
+        # Seeded by "arithmetic", not self.name: the partial-credit variant must draw the
+        # same prompts, so binary vs partial-credit runs compare rewards, not prompt sets.
+        rng = random.Random(f"arithmetic-{digits}-{operands}-{ops}-{seed}")
         # Each (digits, operands) level gets an equal share of both splits, except levels
         # with too few distinct prompts (1-digit sums), which give up to half their space.
         combos = sorted(((d, k) for d in digits for k in operands),

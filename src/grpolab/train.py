@@ -41,7 +41,8 @@ from grpolab.grpo import LOSS_TYPES, compute_advantages, grpo_update
 from grpolab.rollout import sample
 from grpolab.warmstart import WarmStartConfig
 
-__all__ = ["GRPOConfig", "run", "evaluate", "pass_rate_census", "PassRateWindow", "load_policy"]
+__all__ = ["GRPOConfig", "run", "evaluate", "pass_rate_census", "PassRateWindow", "load_policy",
+           "training_prompts"]
 
 
 @dataclass
@@ -137,6 +138,22 @@ def load_policy(config: GRPOConfig, cache_dir: str, device, progress: bool = Fal
         return model, tok, "smollm2"
     model, tok = load_causal_lm(config.model, device=device)
     return model, tok, config.model
+
+
+def training_prompts(config: GRPOConfig, task) -> tuple[list, list]:
+    """The run's training and held-out prompts: ``train_difficulties`` filters both splits,
+    ``max_train_prompts`` truncates the training split."""
+    train, evals = task.train_prompts, task.eval_prompts
+    if config.train_difficulties:
+        keep = set(config.train_difficulties)
+        train = [p for p in train if p.difficulty in keep]
+        evals = [p for p in evals if p.difficulty in keep]
+        if not train or not evals:
+            raise ValueError(f"train_difficulties {sorted(keep)} match no prompts of task "
+                             f"{config.task!r} (levels: {task.difficulties})")
+    if config.max_train_prompts is not None:
+        train = train[:config.max_train_prompts]
+    return train, evals
 
 
 def _outcomes(task, prompts, texts, G):
@@ -244,16 +261,7 @@ def run(config: GRPOConfig, out_dir: str | os.PathLike, *, cache_dir: str | None
                          "for the unbiased prediction")
 
     task = get_task(config.task, **config.task_kwargs)
-    train_prompts, eval_prompts = task.train_prompts, task.eval_prompts
-    if config.train_difficulties:
-        keep = set(config.train_difficulties)
-        train_prompts = [p for p in train_prompts if p.difficulty in keep]
-        eval_prompts = [p for p in eval_prompts if p.difficulty in keep]
-        if not train_prompts or not eval_prompts:
-            raise ValueError(f"train_difficulties {sorted(keep)} match no prompts of task "
-                             f"{config.task!r} (levels: {task.difficulties})")
-    if config.max_train_prompts is not None:
-        train_prompts = train_prompts[:config.max_train_prompts]
+    train_prompts, eval_prompts = training_prompts(config, task)
     model, tokenizer, source = load_policy(config, cache_dir, device, progress)
     ref_model = copy.deepcopy(model).eval() if config.beta != 0 else None
     torch.manual_seed(config.seed)

@@ -46,7 +46,7 @@ from grpolab import theory
 from grpolab.advantages import zero_variance_groups
 
 __all__ = ["RewardRecorder", "callback_class", "trl_args", "build_trainer", "run", "main",
-           "completion_text", "training_prompts"]
+           "completion_text"]
 
 
 def completion_text(completion) -> str:
@@ -108,21 +108,6 @@ def _complete_groups(idx: np.ndarray, rewards: np.ndarray, G: int):
     if not keep_idx:
         return np.zeros(0, int), np.zeros((0, G))
     return np.array(keep_idx), np.stack(keep_rew)
-
-
-def training_prompts(config, task):
-    """The training and held-out prompts of a run, filtered as :func:`grpolab.train.run` does."""
-    train, evals = task.train_prompts, task.eval_prompts
-    if config.train_difficulties:
-        keep = set(config.train_difficulties)
-        train = [p for p in train if p.difficulty in keep]
-        evals = [p for p in evals if p.difficulty in keep]
-        if not train or not evals:
-            raise ValueError(f"train_difficulties {sorted(keep)} match no prompts of task "
-                             f"{config.task!r} (levels: {task.difficulties})")
-    if config.max_train_prompts is not None:
-        train = train[:config.max_train_prompts]
-    return train, evals
 
 
 def _rendered(task, tokenizer, prompts):
@@ -331,6 +316,7 @@ def run(config, out_dir, *, cache_dir: str | None = None, census=None, progress:
         git_commit,
         load_policy,
         pass_rate_census,
+        training_prompts,
         write_json_atomic,
     )
 
