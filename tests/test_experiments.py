@@ -1,4 +1,5 @@
-"""Tests of grpolab.experiments: configs, rollout merging, a seconds-long remedy run, resume,
+"""Tests of the remedy labs (grpolab.remedy_lab, remedy_items, remedy_report, and the
+grpolab.experiments facade): configs, rollout merging, a seconds-long remedy run, resume,
 the shared pool, aggregation and the CLI's errors. A 30-step warm start keeps them fast."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from grpolab import experiments
+from grpolab import experiments, remedy_items
 from grpolab.cli import main
 from grpolab.experiments import ITEMS, LabConfig, LengthBiasedReward, merge_rollouts, run_lab
 from grpolab.tasks import ArithmeticTask, Prompt
@@ -141,7 +142,8 @@ def test_run_item_resumes_shares_the_pool_and_aggregates(tmp_path, cache, monkey
     monkeypatch.setitem(ITEMS, "toy", item)
     calls = []
     real = experiments.run_lab
-    monkeypatch.setattr(experiments, "run_lab",
+    # run_item calls the run_lab of the module that defines it: patch it there
+    monkeypatch.setattr(remedy_items, "run_lab",
                         lambda *a, **k: calls.append(1) or real(*a, **k))
     out = tmp_path / "toy"
     res = experiments.run_item("toy", out, cache_dir=cache, progress=False, log=lambda m: None)
@@ -204,15 +206,15 @@ def test_probes_measure_what_they_say(cache):
     cfg = small_config()
     model, tok, _ = load_policy(GRPOConfig(warmstart=cfg.warmstart, device="cpu"), cache, "cpu")
     task = ArithmeticTask(**SMALL_TASK)
-    rows = experiments._probe_temperature(model, tok, task, task.train_prompts, None,
-                                          n_prompts=4, n=8)["rows"]
+    rows = remedy_items._probe_temperature(model, tok, task, task.train_prompts, None,
+                                           n_prompts=4, n=8)["rows"]
     assert {r["temperature"] for r in rows} == {0.2, 0.7, 1.0, 1.3}
     for r in rows:
         assert 1 <= r["distinct_mean"] <= r["G"]
         assert 0 <= r["zero_variance_observed"] <= 1 and 0 <= r["zero_variance_predicted"] <= 1
         assert r["groups"] == 4 * 8 // r["G"]
-    card = experiments._probe_card_rule(model, tok, task, task.train_prompts, None, steps=3,
-                                        window=2)
+    card = remedy_items._probe_card_rule(model, tok, task, task.train_prompts, None, steps=3,
+                                         window=2)
     assert card["binary"]["doubled"] == 0  # a 0/1 reward can never trigger "double"
     assert card["binary"]["max_variance"] <= 0.25 + 1e-9
     for d in card.values():
@@ -235,3 +237,12 @@ def test_cli_item_names_match_the_items():
     from grpolab.commands.remedies import ITEM_NAMES
 
     assert list(ITEM_NAMES) == list(ITEMS)
+
+
+def test_facade_reexports_the_defining_modules_objects():
+    from grpolab import remedy_lab, remedy_report
+
+    for name in experiments.__all__:
+        home = next(m for m in (remedy_lab, remedy_items, remedy_report)
+                    if name in m.__all__)
+        assert getattr(experiments, name) is getattr(home, name), name

@@ -1,7 +1,8 @@
 """Remedies for wasted groups, and the card's rules for choosing G, as small testable pieces.
 
 Every function here is pure numpy (no torch): the training-side glue lives in
-:mod:`grpolab.experiments`. One remedy per section:
+:mod:`grpolab.remedy_lab` (the loop) and :mod:`grpolab.remedy_items` (the labs). One remedy
+per section:
 
 - **Dynamic sampling** (DAPO §3.2, Eq. 11): :func:`dynamic_sampling` keeps the groups whose
   rewards differ and draws more generation batches until ``target_groups`` informative

@@ -58,7 +58,7 @@ def encode_prompts(tokenizer, prompts: list[str], device) -> tuple[torch.Tensor,
     return enc["input_ids"].to(device), enc["attention_mask"].to(device)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cache_argument(model_class: type) -> str:
     """transformers ≥ 5 names the cache argument ``cache``; older versions ``past_key_values``.
 
