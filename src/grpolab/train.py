@@ -107,9 +107,22 @@ class GRPOConfig:
             raise ValueError(f"epsilon_high must be >= 0 or None, got {self.epsilon_high!r}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        if self.pass_rate_window_size < self.num_generations:
+            raise ValueError(f"pass_rate_window ({self.pass_rate_window}) must be >= "
+                             f"num_generations ({self.num_generations}) for the unbiased "
+                             "prediction")
         if self.backend not in ("grpolab", "trl"):
             raise ValueError(f"backend must be 'grpolab' or 'trl', got {self.backend!r}")
         return self
+
+    @property
+    def pass_rate_window_size(self) -> int:
+        """Rewards remembered per prompt for the zero-gradient prediction.
+
+        ``pass_rate_window`` or, if unset, max(G, 8): a short window follows the moving
+        policy, and the unbiased estimate C(k, G)/C(n, G) needs n >= G.
+        """
+        return self.pass_rate_window or max(self.num_generations, 8)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -254,11 +267,7 @@ def run(config: GRPOConfig, out_dir: str | os.PathLike, *, cache_dir: str | None
     cache_dir = cache_dir or os.path.join(out_dir, "cache")
     device = resolve_device(config.device)
     G, B = config.num_generations, config.prompts_per_step
-    # A short window follows the moving policy; the unbiased estimate needs width >= G.
-    width = config.pass_rate_window or max(G, 8)
-    if width < G:
-        raise ValueError(f"pass_rate_window ({width}) must be >= num_generations ({G}) "
-                         "for the unbiased prediction")
+    width = config.pass_rate_window_size
 
     task = get_task(config.task, **config.task_kwargs)
     train_prompts, eval_prompts = training_prompts(config, task)

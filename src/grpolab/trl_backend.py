@@ -326,8 +326,7 @@ def run(config, out_dir, *, cache_dir: str | None = None, census=None, progress:
     cache_dir = cache_dir or os.path.join(out_dir, "cache")
     device = resolve_device(config.device)
     G, B = config.num_generations, config.prompts_per_step
-    # the same window rule as grpolab.train: None means max(G, 8)
-    width = config.pass_rate_window or max(G, 8)
+    width = config.pass_rate_window_size
     task = get_task(config.task, **config.task_kwargs)
     train_prompts, eval_prompts = training_prompts(config, task)
     model, tokenizer, source = load_policy(config, cache_dir, device, progress)
