@@ -160,14 +160,19 @@ def plot_gradient_noise(summary: dict, regimes: list[str]):
     return fig
 
 
-def _save(fig, out_dir: str, name: str) -> list[str]:
+def save_figure(fig, out_dir: str, name: str, dpi: int = 110) -> list[str]:
+    """Write ``fig`` as ``name.png`` and ``name.svg`` in ``out_dir`` and close it.
+
+    Each file is written to a temporary name and renamed, so an interrupted run never
+    leaves half a plot; the SVG carries no date, so reruns give identical files.
+    """
     import matplotlib.pyplot as plt
 
     paths = []
     for ext in ("png", "svg"):
         path = os.path.join(out_dir, f"{name}.{ext}")
         tmp = os.path.join(out_dir, f".{name}.tmp-{os.getpid()}.{ext}")
-        fig.savefig(tmp, dpi=110, metadata={"Date": None} if ext == "svg" else None)
+        fig.savefig(tmp, dpi=dpi, metadata={"Date": None} if ext == "svg" else None)
         os.replace(tmp, path)
         paths.append(path)
     plt.close(fig)
@@ -186,7 +191,7 @@ def plot_sweep(out: str) -> list[str]:
         return []
     plots = os.path.join(out, "plots")
     os.makedirs(plots, exist_ok=True)
-    paths = _save(plot_accuracy(load_curves(out), regimes), plots, "accuracy")
-    paths += _save(plot_zero_gradient(summary, regimes), plots, "zero_gradient")
-    paths += _save(plot_gradient_noise(summary, regimes), plots, "gradient_noise")
+    paths = save_figure(plot_accuracy(load_curves(out), regimes), plots, "accuracy")
+    paths += save_figure(plot_zero_gradient(summary, regimes), plots, "zero_gradient")
+    paths += save_figure(plot_gradient_noise(summary, regimes), plots, "gradient_noise")
     return paths

@@ -254,16 +254,11 @@ def plot(result: dict, out_dir: str) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from grpolab.lab_plots import save_figure
 
     paths = []
     for name, make in (("pass_rates", pass_rate_figure), ("zero_gradient", zero_gradient_figure)):
-        fig = make(result)
-        for ext in ("png", "svg"):
-            path = os.path.join(out_dir, f"{name}.{ext}")
-            fig.savefig(path, dpi=120, metadata={"Date": None} if ext == "svg" else None)
-            paths.append(path)
-        plt.close(fig)
+        paths += save_figure(make(result), out_dir, name, dpi=120)
     return paths
 
 

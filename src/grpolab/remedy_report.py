@@ -185,6 +185,8 @@ def plot_item(out: str | os.PathLike) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from grpolab.lab_plots import save_figure
+
     out = os.fspath(out)
     with open(os.path.join(out, "results.json")) as f:
         res = json.load(f)
@@ -225,12 +227,7 @@ def plot_item(out: str | os.PathLike) -> list[str]:
             ax.legend(fontsize=7)
     fig.suptitle(f"{res['title']} (tiny model, {len(res['seeds'])} seeds)")
     fig.tight_layout()
-    paths = []
-    for ext in ("png", "svg"):
-        p = os.path.join(out, f"results.{ext}")
-        fig.savefig(p, dpi=110)
-        paths.append(p)
-    plt.close(fig)
+    paths = save_figure(fig, out, "results")
     probe = res.get("probe")
     if probe and "rows" in probe:  # temperature × G, sampling only
         rows = probe["rows"]
@@ -252,11 +249,7 @@ def plot_item(out: str | os.PathLike) -> list[str]:
         axes[1].set_ylabel("zero-variance fraction")
         fig.suptitle("warm start, sampling only")
         fig.tight_layout()
-        for ext in ("png", "svg"):
-            p = os.path.join(out, f"probe.{ext}")
-            fig.savefig(p, dpi=110)
-            paths.append(p)
-        plt.close(fig)
+        paths += save_figure(fig, out, "probe")
     elif probe and "binary" in probe:  # the card's variance rule
         fig, ax = plt.subplots(figsize=(6, 4))
         for kind, d in probe.items():
@@ -269,11 +262,7 @@ def plot_item(out: str | os.PathLike) -> list[str]:
         ax.legend(fontsize=7)
         ax.set_title("'double if variance > 0.8, halve if < 0.2'")
         fig.tight_layout()
-        for ext in ("png", "svg"):
-            p = os.path.join(out, f"probe.{ext}")
-            fig.savefig(p, dpi=110)
-            paths.append(p)
-        plt.close(fig)
+        paths += save_figure(fig, out, "probe")
     return paths
 
 
