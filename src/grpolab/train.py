@@ -42,7 +42,7 @@ from grpolab.rollout import sample
 from grpolab.warmstart import WarmStartConfig
 
 __all__ = ["GRPOConfig", "run", "evaluate", "pass_rate_census", "PassRateWindow", "load_policy",
-           "training_prompts"]
+           "training_prompts", "prepare_run"]
 
 
 @dataclass
@@ -169,6 +169,27 @@ def training_prompts(config: GRPOConfig, task) -> tuple[list, list]:
     return train, evals
 
 
+def prepare_run(config: GRPOConfig, out_dir, cache_dir: str | None, progress: bool):
+    """What every backend does before its first step (this loop and grpolab.trl_backend).
+
+    Creates ``out_dir``, resolves the device, builds the task and the run's prompts, and
+    loads the starting policy (the warm start is cached under ``cache_dir``, by default
+    ``out_dir/cache``). Returns ``(out_dir, device, task, train_prompts, eval_prompts,
+    model, tokenizer, source)``.
+    """
+    from grpolab.models import resolve_device
+    from grpolab.tasks import get_task
+
+    out_dir = os.fspath(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    cache_dir = cache_dir or os.path.join(out_dir, "cache")
+    device = resolve_device(config.device)
+    task = get_task(config.task, **config.task_kwargs)
+    train_prompts, eval_prompts = training_prompts(config, task)
+    model, tokenizer, source = load_policy(config, cache_dir, device, progress)
+    return out_dir, device, task, train_prompts, eval_prompts, model, tokenizer, source
+
+
 def _outcomes(task, prompts, texts, G):
     """Training rewards and exact correctness for B·G prompt-major completions."""
     rewards = np.array([task.reward(prompts[i // G], s) for i, s in enumerate(texts)], float)
@@ -259,19 +280,11 @@ def run(config: GRPOConfig, out_dir: str | os.PathLike, *, cache_dir: str | None
     from tqdm.auto import tqdm
 
     from grpolab import __version__
-    from grpolab.models import resolve_device
-    from grpolab.tasks import get_task
 
-    out_dir = os.fspath(out_dir)
-    os.makedirs(out_dir, exist_ok=True)
-    cache_dir = cache_dir or os.path.join(out_dir, "cache")
-    device = resolve_device(config.device)
+    out_dir, device, task, train_prompts, eval_prompts, model, tokenizer, source = prepare_run(
+        config, out_dir, cache_dir, progress)
     G, B = config.num_generations, config.prompts_per_step
     width = config.pass_rate_window_size
-
-    task = get_task(config.task, **config.task_kwargs)
-    train_prompts, eval_prompts = training_prompts(config, task)
-    model, tokenizer, source = load_policy(config, cache_dir, device, progress)
     ref_model = copy.deepcopy(model).eval() if config.beta != 0 else None
     torch.manual_seed(config.seed)
     gen = torch.Generator(device=device).manual_seed(config.seed)

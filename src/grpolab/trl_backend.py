@@ -307,29 +307,21 @@ def run(config, out_dir, *, cache_dir: str | None = None, census=None, progress:
     import torch
 
     from grpolab import __version__
-    from grpolab.models import resolve_device
-    from grpolab.tasks import get_task
     from grpolab.train import (
         PassRateWindow,
         device_name,
         evaluate,
         git_commit,
-        load_policy,
         pass_rate_census,
-        training_prompts,
+        prepare_run,
         write_json_atomic,
     )
 
     config.validate()
-    out_dir = os.fspath(out_dir)
-    os.makedirs(out_dir, exist_ok=True)
-    cache_dir = cache_dir or os.path.join(out_dir, "cache")
-    device = resolve_device(config.device)
+    out_dir, device, task, train_prompts, eval_prompts, model, tokenizer, source = prepare_run(
+        config, out_dir, cache_dir, progress)
     G, B = config.num_generations, config.prompts_per_step
     width = config.pass_rate_window_size
-    task = get_task(config.task, **config.task_kwargs)
-    train_prompts, eval_prompts = training_prompts(config, task)
-    model, tokenizer, source = load_policy(config, cache_dir, device, progress)
     eval_rendered = _rendered(task, tokenizer, eval_prompts)
     sampling = dict(temperature=config.temperature, top_p=config.top_p,
                     max_new_tokens=config.max_completion_length)
