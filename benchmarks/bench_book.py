@@ -7,7 +7,7 @@ interleave (cold, warm, cold, warm, ...): each round builds into a new folder, t
 again into the same folder with nothing changed.
 
 Snapshot: ``grpolab book build`` drops its notebook cache whenever grpolab's own source
-changed (``grpolab.book._drop_stale_cache``), and the book's pages may change too. So that
+changed (``grpolab.book.build._drop_stale_cache``), and the book's pages may change too. So that
 other people's edits to the working tree during a run cannot turn a warm build cold, the
 builds run on a snapshot: a temporary folder that mirrors the checkout, with ``src/`` and
 ``book/`` copied and everything else (``labs/``, ``benchmarks/``, ...) linked, and

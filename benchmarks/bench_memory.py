@@ -9,7 +9,7 @@ Side by side, in alternation (A, B, A, B, ...):
 - ``floor``: a process that imports torch, transformers and grpolab, builds the tiny model
   and samples one batch: the memory any PyTorch GRPO run pays before it trains;
 - ``sweep``: the cpu-quick sweep through the CLI (``--quick``: the same preset through
-  :func:`grpolab.sweep.run_sweep` shrunk to 2 steps, G ∈ {2, 4}, one seed, a 10-step warm
+  :func:`grpolab.labs.sweep.run.run_sweep` shrunk to 2 steps, G ∈ {2, 4}, one seed, a 10-step warm
   start and 32 training prompts: the same code path in about 20 seconds).
 
 The tree sum counts pages shared between processes (libraries) once per process, so it
@@ -44,9 +44,9 @@ FLOOR = """
 import torch
 torch.set_num_threads({threads})
 import transformers
-import grpolab.train  # noqa: F401  (the lab's modules: rollout, grpo, tasks)
-from grpolab.models import build_tiny_model
-from grpolab.rollout import sample
+import grpolab.grpo.loop  # noqa: F401  (the lab's modules: rollout, grpo, tasks)
+from grpolab.models.tiny import build_tiny_model
+from grpolab.grpo.rollout import sample
 model, tok = build_tiny_model(seed=0)
 sample(model, tok, ["12+34="] * 8, 8, max_new_tokens=6)
 """
@@ -56,8 +56,8 @@ import sys
 import torch
 torch.set_num_threads({threads})
 from dataclasses import replace
-from grpolab.presets import get_preset
-from grpolab.sweep import run_sweep
+from grpolab.labs.sweep.presets import get_preset
+from grpolab.labs.sweep.run import run_sweep
 p = get_preset({preset!r}, steps=2, group_sizes=[2, 4], seeds=[0])
 kw = dict(p.task_kwargs, n_train=200, n_eval=40)
 p = replace(p, task_kwargs=kw, warmstart=replace(p.warmstart, steps=10, task_kwargs=kw),

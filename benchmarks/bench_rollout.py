@@ -2,14 +2,14 @@
 
 Sides, interleaved in one process on the same model object, prompts and settings:
 
-- ``shared``: :func:`grpolab.rollout.sample` with ``num_generations=G`` (prompt encoded
+- ``shared``: :func:`grpolab.grpo.rollout.sample` with ``num_generations=G`` (prompt encoded
   once, its KV cache repeated G times);
 - ``unshared``: the same sampler given each prompt G times with ``num_generations=1``
   (the prompt is encoded G times: isolates what prefix sharing buys);
 - ``generate``: ``model.generate(do_sample=True, num_return_sequences=G)``, what a
   transformers user would write;
 - ``prototype`` (tiny model only): ``benchmarks/proto_fast_decode.py``, a hand-written
-  GPT-2 decoding loop proposed for ``grpolab.rollout``; reported, no target.
+  GPT-2 decoding loop proposed for ``grpolab.grpo.rollout``; reported, no target.
 
 On SmolLM2 the unshared side is skipped at G = 64 (it costs as much as ``generate``).
 
@@ -67,8 +67,8 @@ class FixedLengthTokenizer:
 def lab_prompts(n: int = 64) -> list[str]:
     """The first training prompts of the lab's task (sums of 1- to 4-digit numbers)."""
     try:
-        from grpolab.presets import TASK_KWARGS
-        from grpolab.tasks import get_task
+        from grpolab.labs.sweep.presets import TASK_KWARGS
+        from grpolab.tasks.arithmetic import get_task
 
         return [p.text for p in get_task("arithmetic", **TASK_KWARGS).train_prompts[:n]]
     except ImportError:  # the lab's modules are optional here
@@ -78,12 +78,12 @@ def lab_prompts(n: int = 64) -> list[str]:
 def load(name: str):
     """``(model, tokenizer, prompts)`` for ``tiny`` or ``smollm2``, in eval mode on CPU."""
     if name == "tiny":
-        from grpolab.models import build_tiny_model
+        from grpolab.models.tiny import build_tiny_model
 
         model, tok = build_tiny_model(seed=0)
         return model.eval(), tok, lab_prompts()
     if name == "smollm2":
-        from grpolab.smollm2 import load_smollm2
+        from grpolab.models.smollm2 import load_smollm2
 
         model, tok = load_smollm2(device="cpu")
         text = tok.apply_chat_template([{"role": "user", "content": SMOL_QUESTION}],
@@ -101,7 +101,7 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int) -
     """Rows for ``cases`` of (B prompts, G, max_new_tokens T, whether the target applies)."""
     import torch
 
-    from grpolab.rollout import encode_prompts, sample
+    from grpolab.grpo.rollout import encode_prompts, sample
 
     model, tok, all_prompts = load(name)
     try:
@@ -159,7 +159,7 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int) -
         target = TARGETS[name] if targeted else None
         rows.append(Row(
             case=f"{name} vs generate {settings}",
-            ours_label="grpolab.rollout.sample (prefix-shared KV cache)",
+            ours_label="grpolab.grpo.rollout.sample (prefix-shared KV cache)",
             baseline_label="model.generate(do_sample=True, num_return_sequences=G)",
             ours=rate["shared"], baseline=rate["generate"], unit="completions/s",
             ratio=rate["shared"] / rate["generate"],
@@ -175,8 +175,8 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int) -
         if "unshared" in t:
             rows.append(Row(
                 case=f"{name} shared vs unshared {settings}",
-                ours_label="grpolab.rollout.sample, prompt encoded once",
-                baseline_label="grpolab.rollout.sample, prompt repeated G times",
+                ours_label="grpolab.grpo.rollout.sample, prompt encoded once",
+                baseline_label="grpolab.grpo.rollout.sample, prompt repeated G times",
                 ours=rate["shared"], baseline=rate["unshared"], unit="completions/s",
                 ratio=rate["shared"] / rate["unshared"], reps=reps,
                 extra={"ours_cpu": cpu_rate["shared"], "baseline_cpu": cpu_rate["unshared"],

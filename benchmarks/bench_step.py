@@ -52,10 +52,10 @@ def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float) -> li
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from grpolab.grpo import compute_advantages, grpo_update
-    from grpolab.models import build_tiny_model
-    from grpolab.rollout import sample
-    from grpolab.tasks import get_task
+    from grpolab.grpo.loss import compute_advantages, grpo_update
+    from grpolab.grpo.rollout import sample
+    from grpolab.models.tiny import build_tiny_model
+    from grpolab.tasks.arithmetic import get_task
 
     task = get_task("arithmetic")
     prompts = task.train_prompts
@@ -66,7 +66,7 @@ def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float) -> li
     no_eos = vocab + 7
     ftok = FixedLengthTokenizer(tok, no_eos)
 
-    # ---- grpolab: the loop body of grpolab.train.run (rollout → reward → advantages → update)
+    # ---- grpolab: the loop body of grpolab.grpo.loop.run (rollout → reward → advantages → update)
     def make_step(policy, sampler):
         optimizer = torch.optim.AdamW(policy.parameters(), lr=lr, weight_decay=0.0)
         gen = torch.Generator().manual_seed(0)

@@ -27,9 +27,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proto_fast_decode as proto  # noqa: E402
 from bench_rollout import FixedLengthTokenizer, lab_prompts  # noqa: E402
 
-import grpolab.grpo as grpo  # noqa: E402
-from grpolab.models import build_tiny_model  # noqa: E402
-from grpolab.rollout import sample  # noqa: E402
+import grpolab.grpo.loss as grpo  # noqa: E402
+from grpolab.grpo.rollout import sample  # noqa: E402
+from grpolab.models.tiny import build_tiny_model  # noqa: E402
 
 B, G, T = 8, 8, 6
 ORIGINAL = grpo.per_token_logprobs

@@ -1,6 +1,6 @@
 """Where the time goes: cProfile (CPU-time clock) of the rollout and the GRPO step.
 
-    python benchmarks/profile_hotspots.py sample      # grpolab.rollout.sample, lab shape
+    python benchmarks/profile_hotspots.py sample      # grpolab.grpo.rollout.sample, lab shape
     python benchmarks/profile_hotspots.py generate    # model.generate, same shape
     python benchmarks/profile_hotspots.py prototype   # benchmarks/proto_fast_decode.py
     python benchmarks/profile_hotspots.py step        # one grpolab GRPO step
@@ -58,8 +58,8 @@ def main() -> int:
     torch.set_num_threads(1)
     from bench_rollout import TINY_PROMPTS, FixedLengthTokenizer
 
-    from grpolab.models import build_tiny_model
-    from grpolab.rollout import encode_prompts, sample
+    from grpolab.grpo.rollout import encode_prompts, sample
+    from grpolab.models.tiny import build_tiny_model
 
     B, G, T = SHAPE["B"], SHAPE["G"], SHAPE["T"]
     model, tok = build_tiny_model(seed=0)
@@ -84,7 +84,7 @@ def main() -> int:
                                num_return_sequences=G, max_new_tokens=T, top_k=0, top_p=1.0,
                                eos_token_id=ftok.eos_token_id, pad_token_id=tok.pad_token_id)
     elif what == "step":
-        from grpolab.grpo import compute_advantages, grpo_update
+        from grpolab.grpo.loss import compute_advantages, grpo_update
 
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5, weight_decay=0.0)
 

@@ -2,17 +2,17 @@
 
 Why it exists: the rollout benchmark shows that on the 0.4M-parameter tiny model most of
 a ``model(...)`` call is transformers' per-call Python work (cache objects, mask building,
-output dataclasses, ``inspect.signature``), not arithmetic. ``grpolab.rollout.sample`` and
+output dataclasses, ``inspect.signature``), not arithmetic. ``grpolab.grpo.rollout.sample`` and
 ``model.generate`` both pay it once per token, so sharing the prefix alone cannot give a
 large ratio. This file shows what a dedicated path buys: it reads the same weights, keeps
 a preallocated KV cache (no ``torch.cat`` per token), builds the padding mask once, and
-calls the kernels directly. It takes the same arguments as :func:`grpolab.rollout.sample`
-and returns the same :class:`grpolab.rollout.Rollout`, so ``grpo_update`` consumes it
+calls the kernels directly. It takes the same arguments as :func:`grpolab.grpo.rollout.sample`
+and returns the same :class:`grpolab.grpo.rollout.Rollout`, so ``grpo_update`` consumes it
 unchanged. ``check_against_hf`` verifies that its log-probabilities equal a full
 transformers forward over the sampled sequences.
 
 It is measured as an extra, clearly labelled side in ``bench_rollout.py`` and
-``bench_step.py``; the proposed change to ``src/grpolab/rollout.py`` is described in
+``bench_step.py``; the proposed change to ``src/grpolab/grpo/rollout.py`` is described in
 ``benchmarks/RESULTS.md``.
 """
 
@@ -23,7 +23,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from grpolab.rollout import Rollout, encode_prompts, sample_next_token
+from grpolab.grpo.rollout import Rollout, encode_prompts, sample_next_token
 
 
 def _gelu_new(x: torch.Tensor) -> torch.Tensor:
@@ -42,7 +42,7 @@ def supports(model) -> bool:
 def fast_sample(model, tokenizer, prompts: list[str], num_generations: int = 1, *,
                 max_new_tokens: int = 8, temperature: float = 1.0, top_p: float = 1.0,
                 generator: torch.Generator | None = None) -> Rollout:
-    """Same contract as :func:`grpolab.rollout.sample`, for GPT-2 models only."""
+    """Same contract as :func:`grpolab.grpo.rollout.sample`, for GPT-2 models only."""
     if not supports(model):
         raise ValueError("fast_sample only supports GPT-2 models with gelu_new")
     tr, G, T = model.transformer, int(num_generations), int(max_new_tokens)

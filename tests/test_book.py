@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grpolab import book as gbook
-from grpolab.book import BookBuildError, build_book, build_book_once, default_book_dir
+from grpolab._paths import PACKAGE_DIR
+from grpolab.book import build as gbook
+from grpolab.book.build import BookBuildError, build_book, build_book_once, default_book_dir
 
 BOOK = default_book_dir()
-SRC = Path(gbook.__file__).resolve().parent
+SRC = PACKAGE_DIR
 THEORY_STEMS = ["grpo-in-one-page", "baseline-variance", "zero-gradient", "cost-of-g",
                 "degenerate-groups", "normalization", "temperature"]
 
@@ -44,7 +45,7 @@ def test_config_is_strict_and_offline():
     assert ex["allow_errors"] is False
     assert not ex.get("cache"), "the cache must live under the build folder (cold builds)"
     exts = cfg["sphinx"]["extra_extensions"]
-    assert "sphinx-mathjax-offline" in exts and "grpolab.book" in exts
+    assert "sphinx-mathjax-offline" in exts and "grpolab.book.build" in exts
     assert cfg["launch_buttons"]["thebe"] is False
 
 
@@ -58,7 +59,7 @@ def test_every_required_theory_chapter_exists_in_order():
 def test_theory_chapter_has_every_part(path):
     text = path.read_text(encoding="utf-8")
     assert text.startswith("---\njupytext:"), "chapters are MyST notebooks with a jupytext header"
-    assert "```{code-cell} ipython3\nwidgets.show(" in text, "an interactive figure"
+    assert "```{code-cell} ipython3\nsliders.show(" in text, "an interactive figure"
     assert re.search(r"simulate\.\w+_mc\(", text), "a Monte Carlo check through grpolab.simulate"
     assert ":::{admonition} What this means for choosing G" in text
     exercises = text.split("## Exercises", 1)
@@ -109,7 +110,7 @@ def test_build_book_rejects_a_folder_without_config(tmp_path):
 
 
 def test_cli_reports_a_missing_book_in_one_line(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "grpolab.cli", "book", "build", "--book",
+    proc = subprocess.run([sys.executable, "-m", "grpolab.cli.main", "book", "build", "--book",
                            str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("error: ")

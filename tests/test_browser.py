@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from grpolab.book import build_book_once, default_book_dir
+from grpolab.book.build import build_book_once, default_book_dir
 
 pytestmark = [pytest.mark.slow, pytest.mark.book, pytest.mark.browser]
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from grpolab.cli import main
+from grpolab.cli.main import main
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

@@ -1,4 +1,4 @@
-"""grpolab.exercises: every checker accepts its solution, rejects a wrong answer, explains why."""
+"""grpolab.drill.exercises: each checker accepts its solution, rejects a wrong one, says why."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from grpolab import exercises
-from grpolab.exercises import KINDS, check, get, list_exercises, solution
+from grpolab.drill import exercises
+from grpolab.drill.exercises import KINDS, check, get, list_exercises, solution
 
 ALL = list_exercises()
 IDS = [e.id for e in ALL]
@@ -173,7 +173,7 @@ def test_workbook_page_is_generated_from_the_registry():
 
     page = Path(__file__).resolve().parents[1] / exercises.WORKBOOK_PATH
     assert page.read_text(encoding="utf-8") == exercises.render_workbook(), (
-        "book/interview/02-exercises.md is stale: run `python -m grpolab.exercises --write`")
+        "book/interview/02-exercises.md is stale: run `python -m grpolab.drill.exercises --write`")
     text = page.read_text(encoding="utf-8")
     for ex in ALL:
         assert f'check("{ex.id}"' in text

@@ -1,5 +1,5 @@
-"""Tests of the remedy labs (grpolab.remedy_lab, remedy_items, remedy_report, and the
-grpolab.experiments facade): configs, rollout merging, a seconds-long remedy run, resume,
+"""Tests of the remedy labs (grpolab.labs.remedies.run, remedy_items, remedy_report, and the
+grpolab.labs.remedies): configs, rollout merging, a seconds-long remedy run, resume,
 the shared pool, aggregation and the CLI's errors. A 30-step warm start keeps them fast."""
 
 from __future__ import annotations
@@ -11,11 +11,14 @@ import numpy as np
 import pytest
 import torch
 
-from grpolab import experiments, remedy_items
-from grpolab.cli import main
-from grpolab.experiments import ITEMS, LabConfig, LengthBiasedReward, merge_rollouts, run_lab
-from grpolab.tasks import ArithmeticTask, Prompt
-from grpolab.warmstart import WarmStartConfig
+from grpolab.cli.main import main
+from grpolab.labs.remedies import items as remedy_items
+from grpolab.labs.remedies import report as remedy_report
+from grpolab.labs.remedies import run as remedy_lab
+from grpolab.labs.remedies.items import ITEMS
+from grpolab.labs.remedies.run import LabConfig, LengthBiasedReward, merge_rollouts, run_lab
+from grpolab.models.warmstart import WarmStartConfig
+from grpolab.tasks.arithmetic import ArithmeticTask, Prompt
 
 SMALL_TASK = {"digits": [1, 2], "operands": [2], "ops": "+", "n_train": 120, "n_eval": 40,
               "seed": 0}
@@ -68,19 +71,19 @@ def test_length_biased_reward_prefers_long_or_short():
 
 
 def test_every_reward_variant_keeps_the_same_prompts():
-    base = experiments.make_task(small_config())
+    base = remedy_lab.make_task(small_config())
     for reward in ("partial", "noisy", "length_long", "length_short"):
-        t = experiments.make_task(small_config(reward=reward, noise_q=0.2))
+        t = remedy_lab.make_task(small_config(reward=reward, noise_q=0.2))
         assert t.train_prompts == base.train_prompts and t.eval_prompts == base.eval_prompts
-    partial = experiments.make_task(small_config(reward="partial"))
+    partial = remedy_lab.make_task(small_config(reward="partial"))
     p = base.train_prompts[0]
     assert partial.reward(p, p.answer) == 1.0 and partial.correct(p, p.answer)
     assert 0 <= partial.reward(p, "9" + p.answer[1:]) < 1
 
 
 def test_merge_rollouts_repads_and_keeps_rows(cache):
-    from grpolab.rollout import sample
-    from grpolab.train import GRPOConfig, load_policy
+    from grpolab.grpo.loop import GRPOConfig, load_policy
+    from grpolab.grpo.rollout import sample
 
     cfg = small_config()
     model, tok, _ = load_policy(GRPOConfig(warmstart=cfg.warmstart, device="cpu"), cache, "cpu")
@@ -136,28 +139,28 @@ def test_same_seed_same_numbers(tmp_path, cache):
 
 def test_run_item_resumes_shares_the_pool_and_aggregates(tmp_path, cache, monkeypatch):
     torch.set_num_threads(1)
-    item = experiments.Item("toy", "toy item", arms={"plain": {}, "same-again": {}},
+    item = remedy_items.Item("toy", "toy item", arms={"plain": {}, "same-again": {}},
                             base=dict(small_config(completion_budget=32).to_dict(),
                                       warmstart=small_config().warmstart), seeds=[0, 1, 2])
     monkeypatch.setitem(ITEMS, "toy", item)
     calls = []
-    real = experiments.run_lab
+    real = remedy_lab.run_lab
     # run_item calls the run_lab of the module that defines it: patch it there
     monkeypatch.setattr(remedy_items, "run_lab",
                         lambda *a, **k: calls.append(1) or real(*a, **k))
     out = tmp_path / "toy"
-    res = experiments.run_item("toy", out, cache_dir=cache, progress=False, log=lambda m: None)
+    res = remedy_items.run_item("toy", out, cache_dir=cache, progress=False, log=lambda m: None)
     assert len(calls) == 3  # "same-again" has the same configs: copied from the pool
     assert res["results"]["plain"]["final_accuracy"]["n"] == 3
     assert (res["results"]["plain"]["final_accuracy"]["values"]
             == res["results"]["same-again"]["final_accuracy"]["values"])
     assert res["grpolab_version"] and res["git_commit"] and res["device"]
-    experiments.run_item("toy", out, cache_dir=cache, progress=False, log=lambda m: None)
+    remedy_items.run_item("toy", out, cache_dir=cache, progress=False, log=lambda m: None)
     assert len(calls) == 3  # resumed: nothing retrained
     os.remove(out / "runs" / "plain" / "seed1" / "summary.json")  # a killed run
-    experiments.run_item("toy", out, cache_dir=cache, progress=False, log=lambda m: None)
+    remedy_items.run_item("toy", out, cache_dir=cache, progress=False, log=lambda m: None)
     assert len(calls) == 3  # ... is restored from the pool, not retrained
-    paths = experiments.plot_item(out)
+    paths = remedy_report.plot_item(out)
     assert any(p.endswith(".svg") for p in paths) and all(os.path.getsize(p) > 0 for p in paths)
     # the command resumes the same runs (nothing retrained), plots and publishes
     monkeypatch.setitem(ITEMS, "prompts-x-g", item)
@@ -189,7 +192,7 @@ def test_dynamic_sampling_theory_reads_the_logs(tmp_path):
     recs = [{"q_predicted": 0.5, "generation_batches": 2, "completions_step": 128,
              "groups_generated": 16, "informative_generated": 8, "hit_cap": False}] * 4
     (d / "log.jsonl").write_text("\n".join(json.dumps(r) for r in recs))
-    out = experiments.dynamic_sampling_theory(str(tmp_path), {})
+    out = remedy_report.dynamic_sampling_theory(str(tmp_path), {})
     row = out["dynamic"]["per_seed"][0]
     assert row["completions_per_step_predicted_uncapped"] == pytest.approx(8 * 8 / 0.5)
     assert row["completions_per_step_predicted_batched"] == pytest.approx(
@@ -200,7 +203,7 @@ def test_dynamic_sampling_theory_reads_the_logs(tmp_path):
 
 
 def test_probes_measure_what_they_say(cache):
-    from grpolab.train import GRPOConfig, load_policy
+    from grpolab.grpo.loop import GRPOConfig, load_policy
 
     torch.set_num_threads(1)
     cfg = small_config()
@@ -225,24 +228,15 @@ def test_table_html_and_compare():
     res = {"results": {"a": {"final_accuracy": {"mean": 0.5, "sd": 0.01, "n": 3},
                              "accuracy_gain": {"mean": 0.1, "sd": None, "n": 1}},
                        "b": {"final_accuracy": {"mean": 0.45, "sd": 0.01, "n": 3}}}}
-    md = experiments.arm_table(res, {"final_accuracy": "acc", "accuracy_gain": "gain"})
-    html = experiments.table_html(md)
+    md = remedy_report.arm_table(res, {"final_accuracy": "acc", "accuracy_gain": "gain"})
+    html = remedy_report.table_html(md)
     assert html.count("<tr>") == 3 and "0.500 ± 0.010" in html and "<th>acc</th>" in html
-    c = experiments.compare(res, "a", "b")
+    c = remedy_report.compare(res, "a", "b")
     assert c["difference"] == pytest.approx(0.05) and c["within_noise"] is False
     assert c["two_se"] == pytest.approx(2 * np.sqrt(2 * 0.01 ** 2 / 3))
 
 
 def test_cli_item_names_match_the_items():
-    from grpolab.commands.remedies import ITEM_NAMES
+    from grpolab.cli.remedies import ITEM_NAMES
 
     assert list(ITEM_NAMES) == list(ITEMS)
-
-
-def test_facade_reexports_the_defining_modules_objects():
-    from grpolab import remedy_lab, remedy_report
-
-    for name in experiments.__all__:
-        home = next(m for m in (remedy_lab, remedy_items, remedy_report)
-                    if name in m.__all__)
-        assert getattr(experiments, name) is getattr(home, name), name

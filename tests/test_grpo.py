@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from grpolab.grpo import LOSS_TYPES, compute_advantages, grpo_loss
+from grpolab.grpo.loss import LOSS_TYPES, compute_advantages, grpo_loss
 
 # Two completions, three token slots; the first completion has two real tokens.
 LOGP = [[-0.5, -1.0, -2.0], [-0.3, -0.2, -0.9]]

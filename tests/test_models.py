@@ -5,8 +5,8 @@ import os
 import pytest
 import torch
 
-from grpolab.models import build_tiny_model, count_parameters, load_causal_lm
-from grpolab.tokenizer import CharTokenizer
+from grpolab.models.tiny import build_tiny_model, count_parameters, load_causal_lm
+from grpolab.models.tokenizer import CharTokenizer
 
 
 def test_tokenizer_round_trip(tmp_path):

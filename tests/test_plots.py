@@ -1,4 +1,4 @@
-"""grpolab.plots: every figure function returns a Figure holding grpolab's numbers."""
+"""grpolab.book.figures: every figure function returns a Figure holding grpolab's numbers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from grpolab import plots, simulate, theory, widgets  # noqa: E402
+from grpolab import simulate, theory
+from grpolab.book import (
+    figures,
+    sliders,  # noqa: E402
+)
 
 
 @pytest.fixture(autouse=True)
@@ -25,7 +29,7 @@ def _lines(fig):
 
 def test_zero_gradient_heatmap_holds_the_closed_form():
     ps, Gs = np.linspace(0.05, 0.95, 19), [2, 4, 16]
-    fig = plots.zero_gradient_heatmap(ps, Gs)
+    fig = figures.zero_gradient_heatmap(ps, Gs)
     img = fig.axes[0].images[0].get_array()
     np.testing.assert_allclose(img, theory.zero_gradient_probability(ps[:, None],
                                                                      np.array(Gs)[None, :]))
@@ -34,7 +38,7 @@ def test_zero_gradient_heatmap_holds_the_closed_form():
 
 def test_mc_check_figure_plots_both_series():
     est = [simulate.MCEstimate(0.5, 0.01, 100), simulate.MCEstimate(0.25, 0.01, 100)]
-    fig = plots.mc_check_figure([1, 2], [0.5, 0.25], est, xlabel="G", ylabel="y", title="t")
+    fig = figures.mc_check_figure([1, 2], [0.5, 0.25], est, xlabel="G", ylabel="y", title="t")
     lines = _lines(fig)
     np.testing.assert_allclose(lines["closed form"][1], [0.5, 0.25])
     np.testing.assert_allclose(
@@ -43,17 +47,17 @@ def test_mc_check_figure_plots_both_series():
 
 def test_baseline_variance_figure_matches_sigma2_over_G():
     Gs = [2, 8, 32]
-    fig = plots.baseline_variance_figure(Gs, 0.25, n_groups=20_000, seed=0)
+    fig = figures.baseline_variance_figure(Gs, 0.25, n_groups=20_000, seed=0)
     x, y = _lines(fig)["closed form"]
     np.testing.assert_allclose(y, 0.25 / np.array(Gs))
     mc = np.asarray(fig.axes[0].containers[0].lines[0].get_ydata(), dtype=float)
     np.testing.assert_allclose(mc, y, rtol=0.1)  # 20,000 groups: a few % noise at most
     with pytest.raises(ValueError, match="reward_variance"):
-        plots.baseline_variance_figure(Gs, 0.5)
+        figures.baseline_variance_figure(Gs, 0.5)
 
 
 def test_group_std_figure_bars_are_distributions_on_the_possible_values():
-    fig = plots.group_std_figure(0.3, [2, 4], n_groups=5000, seed=0)
+    fig = figures.group_std_figure(0.3, [2, 4], n_groups=5000, seed=0)
     for ax, G in zip(fig.axes, [2, 4], strict=True):
         heights = [b.get_height() for b in ax.patches]
         assert sum(heights) == pytest.approx(1.0)
@@ -67,7 +71,7 @@ def test_group_std_figure_bars_are_distributions_on_the_possible_values():
 def test_beta_prior_figure_lines_equal_theory():
     Gs = [1, 4, 16]
     rates = [0.0, 0.5, 1.0]
-    fig = plots.beta_prior_figure(Gs, [(1, 1), (2, 5)], pass_rates=rates, pass_rates_label="L")
+    fig = figures.beta_prior_figure(Gs, [(1, 1), (2, 5)], pass_rates=rates, pass_rates_label="L")
     lines = _lines(fig)
     np.testing.assert_allclose(lines["p ~ Beta(1, 1)"][1], 2 / (np.array(Gs) + 1))
     np.testing.assert_allclose(lines["p ~ Beta(2, 5)"][1],
@@ -78,7 +82,7 @@ def test_beta_prior_figure_lines_equal_theory():
 
 def test_cost_figure_lines_equal_sampling_cost():
     Gs = np.array([2, 8, 32])
-    fig = plots.cost_figure(10, Gs, 100, 300)
+    fig = figures.cost_figure(10, Gs, 100, 300)
     ys = [ln.get_ydata() for ln in fig.axes[0].lines]
     np.testing.assert_allclose(ys[0], 10 * Gs * 300)   # decode
     np.testing.assert_allclose(ys[1], 10 * Gs * 100)   # prefill, unshared
@@ -87,7 +91,7 @@ def test_cost_figure_lines_equal_sampling_cost():
 
 def test_reward_granularity_figure_shows_the_amplification():
     widths = np.array([1e-3, 1e-2, 1e-1, 1.0])
-    fig = plots.reward_granularity_figure(widths, G=8, n_groups=500, seed=0)
+    fig = figures.reward_granularity_figure(widths, G=8, n_groups=500, seed=0)
     raw, scaled = (ln.get_ydata() for ln in fig.axes[0].lines)
     np.testing.assert_allclose(raw / widths, raw[-1], rtol=1e-6)  # raw size ∝ w
     # normalized: flat (about E|Z| ≈ 0.8) while the spread is well above eps = 1e-4 ...
@@ -99,18 +103,18 @@ def test_reward_granularity_figure_shows_the_amplification():
 def test_temperature_figure_lines_equal_theory():
     logits = [1.0, 0.0, -1.0]
     Ts = [0.1, 1.0, 3.0]
-    fig = plots.temperature_figure(logits, Ts, [2, 8])
+    fig = figures.temperature_figure(logits, Ts, [2, 8])
     for (_x, y), G in zip(_lines(fig).values(), [2, 8], strict=True):
-        want = [theory.identical_group_probability(widgets.softmax_at_temperature(logits, T), G)
+        want = [theory.identical_group_probability(sliders.softmax_at_temperature(logits, T), G)
                 for T in Ts]
         np.testing.assert_allclose(y, want)
 
 
-@pytest.mark.parametrize("key", sorted(widgets.EXPLORERS))
+@pytest.mark.parametrize("key", sorted(sliders.EXPLORERS))
 def test_explorer_figure_draws_the_explorer_curves(key):
-    e = widgets.EXPLORERS[key]
+    e = sliders.EXPLORERS[key]
     params = e.initial_params()
-    fig = plots.explorer_figure(e, params)
+    fig = figures.explorer_figure(e, params)
     x, series = e.curves(**e.curve_params(params))
     lines = _lines(fig)
     for label, y in series.items():
@@ -119,6 +123,6 @@ def test_explorer_figure_draws_the_explorer_curves(key):
 
 
 def test_html_table_formats_numbers_and_escapes_text():
-    html = plots.html_table(["a<b", "x"], [("<i>", 1.234567), (2, np.float64(0.5))]).data
+    html = figures.html_table(["a<b", "x"], [("<i>", 1.234567), (2, np.float64(0.5))]).data
     assert "a&lt;b" in html and "&lt;i&gt;" in html
     assert "<td>1.235</td>" in html and "<td>0.5</td>" in html

@@ -1,4 +1,4 @@
-"""grpolab.quiz and `grpolab quiz`: every answer against an independent computation.
+"""grpolab.drill.quiz and `grpolab quiz`: every answer against an independent computation.
 
 The independent computations below use exact rational arithmetic (fractions.Fraction),
 brute-force enumeration of reward vectors, or the statistics module on explicit
@@ -21,9 +21,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grpolab import quiz
-from grpolab.cli import main
-from grpolab.quiz import KINDS, Question, generate_questions, is_correct, parse_answer, run_session
+from grpolab.cli.main import main
+from grpolab.drill import quiz
+from grpolab.drill.quiz import (
+    KINDS,
+    Question,
+    generate_questions,
+    is_correct,
+    parse_answer,
+    run_session,
+)
 
 
 def _enumerated_zero_gradient(p: float, G: int) -> float:
@@ -182,7 +189,7 @@ def test_session_keyboard_interrupt_keeps_the_score(capsys):
 def _grpolab() -> list[str]:
     """The installed ``grpolab`` console script next to this Python, else ``python -m``."""
     script = Path(sys.executable).with_name("grpolab")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "grpolab.cli"]
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "grpolab.cli.main"]
 
 
 def _cli(args, stdin_text):

@@ -1,4 +1,4 @@
-"""Fast tests of grpolab.remedies: pure numpy, no model."""
+"""Fast tests of grpolab.labs.remedies.strategies: pure numpy, no model."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from grpolab import remedies, theory
+from grpolab import theory
+from grpolab.labs.remedies import strategies as remedies
 
 
 # ----------------------------------------------------------------------------- dynamic sampling

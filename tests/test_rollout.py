@@ -4,9 +4,9 @@ about the distributions, only the cost."""
 import pytest
 import torch
 
-from grpolab.grpo import per_token_logprobs
-from grpolab.models import build_tiny_model
-from grpolab.rollout import _step, encode_prompts, sample
+from grpolab.grpo.loss import per_token_logprobs
+from grpolab.grpo.rollout import _step, encode_prompts, sample
+from grpolab.models.tiny import build_tiny_model
 
 PROMPTS = ["7+8=", "123+456=", "12+9="]  # different lengths: left padding is exercised
 

@@ -9,7 +9,8 @@ import os
 import numpy as np
 import pytest
 
-from grpolab import smollm2, theory
+from grpolab import theory
+from grpolab.models import smollm2
 
 torch = pytest.importorskip("torch")
 
@@ -38,7 +39,7 @@ def test_missing_gguf_dependency_says_what_to_install(monkeypatch):
 
 def test_cli_error_is_one_line(tmp_path, monkeypatch, capsys):
     """A missing package through the pass-rate command: one line, exit code 2."""
-    from grpolab import pass_rates
+    from grpolab.labs.pass_rates import run as pass_rates
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
@@ -102,7 +103,7 @@ def _records(K, n, levels=None):
 def test_summarize_matches_theory():
     K = [0, 0, 3, 8, 16, 1]
     recs = _records(K, 16, levels=[1, 1, 2, 2, 3, 3])
-    from grpolab.pass_rates import summarize
+    from grpolab.labs.pass_rates.run import summarize
 
     s = summarize(recs, check_Gs=(2, 4, 8))
     p = np.array(K) / 16
@@ -129,7 +130,7 @@ def test_summarize_matches_theory():
 def test_summarize_held_out_check_is_calibrated():
     """Many synthetic prompts with known p: the held-out prediction matches the observation
     within 0.03 (fixed seed; the tolerance is > 5 standard errors)."""
-    from grpolab.pass_rates import summarize
+    from grpolab.labs.pass_rates.run import summarize
 
     rng = np.random.default_rng(1)
     ps = rng.beta(0.5, 1.5, size=400)
@@ -149,7 +150,7 @@ def test_summarize_held_out_check_is_calibrated():
 
 
 def test_summarize_rejects_empty():
-    from grpolab.pass_rates import summarize
+    from grpolab.labs.pass_rates.run import summarize
 
     with pytest.raises(ValueError, match="records"):
         summarize([])
@@ -160,7 +161,7 @@ def test_summarize_rejects_empty():
     ({"samples": 8, "check_Gs": (8,)}, "check_Gs"), ({"prompts_per_level": 0}, "prompts_per_level"),
 ])
 def test_pass_rate_config_errors(kwargs, match):
-    from grpolab.pass_rates import PassRateConfig
+    from grpolab.labs.pass_rates.run import PassRateConfig
 
     with pytest.raises(ValueError, match=match):
         PassRateConfig(**kwargs).validate()
@@ -170,8 +171,8 @@ def test_pass_rate_config_errors(kwargs, match):
 def test_pass_rate_run_resumes(tmp_path):
     """A tiny model on word problems (the measurement path, fast): an interrupted run resumes
     to the same records as an unbroken one; plots and provenance are written."""
-    from grpolab.models import build_tiny_model
-    from grpolab.pass_rates import RESULTS_FILE, PassRateConfig, run
+    from grpolab.labs.pass_rates.run import RESULTS_FILE, PassRateConfig, run
+    from grpolab.models.tiny import build_tiny_model
 
     model, tok = build_tiny_model(seed=0, n_positions=256)
     cfg = PassRateConfig(model="tiny-test", prompts_per_level=1, samples=4, max_new_tokens=3,
@@ -185,7 +186,7 @@ def test_pass_rate_run_resumes(tmp_path):
         pass
 
     calls = {"n": 0}
-    import grpolab.pass_rates as pr
+    import grpolab.labs.pass_rates.run as pr
 
     real_write = pr._write_atomic
 
@@ -232,7 +233,7 @@ def test_gpu_smollm2_config():
 def test_gpu_smollm2_cpu_smoke(tmp_path, backend):
     """``--steps 2`` of the gpu-smollm2 preset on CPU, shrunk (smoke=True): the real model
     loads, samples through its chat template, takes two optimizer steps, logs, summarises."""
-    from grpolab.train import run
+    from grpolab.grpo.loop import run
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)  # 2 threads on a busy 2-core machine spin-wait for minutes

@@ -7,11 +7,11 @@ from dataclasses import replace
 import pytest
 import torch
 
-import grpolab.train
-from grpolab import cli
-from grpolab.presets import Regime, get_preset
-from grpolab.sweep import noise_verdict, run_sweep
-from grpolab.warmstart import WarmStartConfig
+import grpolab.grpo.loop
+from grpolab.cli.main import main as cli_main
+from grpolab.labs.sweep.presets import Regime, get_preset
+from grpolab.labs.sweep.run import noise_verdict, run_sweep
+from grpolab.models.warmstart import WarmStartConfig
 
 TASK = {"digits": [1, 2], "n_train": 120, "n_eval": 30}
 
@@ -28,7 +28,7 @@ def tiny_preset():
 def test_killed_sweep_resumes_without_redoing_finished_runs(tmp_path, monkeypatch):
     torch.set_num_threads(1)
     preset = tiny_preset()
-    real_run, calls = grpolab.train.run, []
+    real_run, calls = grpolab.grpo.loop.run, []
 
     def killed_after_two(*args, **kwargs):  # Ctrl-C in the middle of the third run
         calls.append(args[1])
@@ -36,16 +36,16 @@ def test_killed_sweep_resumes_without_redoing_finished_runs(tmp_path, monkeypatc
             raise KeyboardInterrupt
         return real_run(*args, **kwargs)
 
-    monkeypatch.setattr(grpolab.train, "run", killed_after_two)
+    monkeypatch.setattr(grpolab.grpo.loop, "run", killed_after_two)
     with pytest.raises(KeyboardInterrupt):
         run_sweep(preset, tmp_path, progress=False, plots=False, log=lambda *_: None)
     done = calls[:2]
     stamps = {p: os.stat(os.path.join(p, "summary.json")).st_mtime_ns for p in done}
     before = {p: json.load(open(os.path.join(p, "summary.json"))) for p in done}
 
-    monkeypatch.setattr(grpolab.train, "run", real_run)
+    monkeypatch.setattr(grpolab.grpo.loop, "run", real_run)
     resumed = []
-    monkeypatch.setattr(grpolab.train, "run",
+    monkeypatch.setattr(grpolab.grpo.loop, "run",
                         lambda *a, **k: resumed.append(a[1]) or real_run(*a, **k))
     summary = run_sweep(preset, tmp_path, progress=False, plots=True, log=lambda *_: None)
     assert sorted(resumed) == sorted(set(calls[2:]) | {
@@ -94,7 +94,7 @@ def test_noise_verdict():
     (["--preset", "cpu-quick", "--learning-rate", "-1"], "--learning-rate must be > 0"),
 ])
 def test_cli_bad_input_is_one_line_and_exit_2(argv, match, tmp_path, capsys):
-    code = cli.main(["lab", "sweep", "--out", str(tmp_path), *argv])
+    code = cli_main(["lab", "sweep", "--out", str(tmp_path), *argv])
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith("error: ") and match in err and err.count("\n") == 1
@@ -102,12 +102,12 @@ def test_cli_bad_input_is_one_line_and_exit_2(argv, match, tmp_path, capsys):
 
 
 def test_cli_plot_without_results_is_a_clear_error(tmp_path, capsys):
-    assert cli.main(["lab", "plot", "--out", str(tmp_path)]) == 2
+    assert cli_main(["lab", "plot", "--out", str(tmp_path)]) == 2
     assert "run 'grpolab lab sweep' first" in capsys.readouterr().err
 
 
 def test_presets_listed(capsys):
-    assert cli.main(["lab", "presets"]) == 0
+    assert cli_main(["lab", "presets"]) == 0
     out = capsys.readouterr().out
     assert "cpu-quick" in out and "cpu-full" in out and "gpu" in out
 

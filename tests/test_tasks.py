@@ -5,7 +5,7 @@ import collections
 import numpy as np
 import pytest
 
-from grpolab.tasks import (
+from grpolab.tasks.arithmetic import (
     ArithmeticTask,
     NoisyReward,
     PartialCreditArithmeticTask,

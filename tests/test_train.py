@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from grpolab.models import load_causal_lm
-from grpolab.tasks import get_task
-from grpolab.train import GRPOConfig, PassRateWindow, pass_rate_census, run
-from grpolab.warmstart import WarmStartConfig, warm_start
+from grpolab.grpo.loop import GRPOConfig, PassRateWindow, pass_rate_census, run
+from grpolab.models.tiny import load_causal_lm
+from grpolab.models.warmstart import WarmStartConfig, warm_start
+from grpolab.tasks.arithmetic import get_task
 
 EASY = {"digits": [1], "n_train": 40, "n_eval": 10}
 

@@ -1,11 +1,11 @@
-"""grpolab.trl_backend: TRL's GRPOTrainer and grpolab's loop agree on advantages and loss.
+"""grpolab.grpo.trl_backend: TRL's GRPOTrainer and grpolab's loop agree on advantages and loss.
 
 A tiny GPT-2 built from a config (no download) stands in for the policy. TRL generates
 one batch and scores it with our reward function; then
 
 - TRL's advantages must equal :func:`grpolab.advantages.group_advantages` of the rewards;
 - TRL's loss (``GRPOTrainer.compute_loss``) and its gradient must equal
-  :func:`grpolab.grpo.grpo_loss` on the same tokens, for every ``loss_type``,
+  :func:`grpolab.grpo.loss.grpo_loss` on the same tokens, for every ``loss_type``,
   ``scale_rewards`` and with or without the KL term.
 
 Then a 2-G × 3-step sweep runs end to end through ``train.run(..., backend="trl")``.
@@ -23,8 +23,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 from grpolab.advantages import group_advantages  # noqa: E402
-from grpolab.tasks import ArithmeticTask, Task  # noqa: E402
-from grpolab.trl_backend import _complete_groups, completion_text  # noqa: E402
+from grpolab.grpo.trl_backend import _complete_groups, completion_text  # noqa: E402
+from grpolab.tasks.arithmetic import ArithmeticTask, Task  # noqa: E402
 
 G, B = 4, 3
 
@@ -58,7 +58,7 @@ class ParityTask(Task):
 def tiny_path(tmp_path_factory):
     """A freshly initialised tiny GPT-2 saved as safetensors (TRL reloads its reference
     model from the policy's path when beta != 0)."""
-    from grpolab.models import build_tiny_model
+    from grpolab.models.tiny import build_tiny_model
 
     model, tok = build_tiny_model(seed=0)
     path = tmp_path_factory.mktemp("tiny")
@@ -69,7 +69,7 @@ def tiny_path(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tiny(tiny_path):
-    from grpolab.models import load_causal_lm
+    from grpolab.models.tiny import load_causal_lm
 
     return load_causal_lm(str(tiny_path), device="cpu")
 
@@ -77,8 +77,8 @@ def tiny(tiny_path):
 def _batch(tiny, tmp_path, *, loss_type="dapo", beta=0.0, scale_rewards="group",
            continuous=False, seed=0):
     """TRL's trainer, the batch it generated and scored, and the rewards our function gave."""
-    from grpolab.train import GRPOConfig
-    from grpolab.trl_backend import build_trainer
+    from grpolab.grpo.loop import GRPOConfig
+    from grpolab.grpo.trl_backend import build_trainer
 
     model, tok = tiny
     model = __import__("copy").deepcopy(model)
@@ -115,7 +115,7 @@ def test_advantages_match(tiny, tmp_path, scale_rewards, continuous):
 @pytest.mark.parametrize("loss_type,beta", [("dapo", 0.0), ("grpo", 0.0), ("bnpo", 0.0),
                                             ("dr_grpo", 0.0), ("dapo", 0.04), ("grpo", 0.04)])
 def test_loss_and_gradient_match(tiny, tmp_path, loss_type, beta):
-    from grpolab.grpo import grpo_loss, per_token_logprobs
+    from grpolab.grpo.loss import grpo_loss, per_token_logprobs
 
     trainer, out, rewards, cfg = _batch(tiny, tmp_path, loss_type=loss_type, beta=beta)
     model = trainer.model
@@ -171,8 +171,8 @@ def test_completion_text_and_groups():
 
 
 def test_batch_must_divide_across_processes():
-    from grpolab.train import GRPOConfig
-    from grpolab.trl_backend import trl_args
+    from grpolab.grpo.loop import GRPOConfig
+    from grpolab.grpo.trl_backend import trl_args
 
     cfg = GRPOConfig(num_generations=3, prompts_per_step=1)
     with pytest.raises(ValueError, match="number of processes"):
@@ -182,7 +182,7 @@ def test_batch_must_divide_across_processes():
 @pytest.mark.slow
 def test_tiny_trl_sweep_runs(tiny_path, tmp_path):
     """Two G values x 3 steps through train.run(backend="trl"): logs, summaries, metrics."""
-    from grpolab.train import GRPOConfig, run
+    from grpolab.grpo.loop import GRPOConfig, run
 
     path = tiny_path
     summaries = []
@@ -213,8 +213,8 @@ def test_tiny_trl_sweep_runs(tiny_path, tmp_path):
 @pytest.mark.slow
 def test_trl_lora_option_runs(tiny_path, tmp_path):
     """``lora_r > 0`` trains a peft LoRA adapter through TRL (the option the chapter names)."""
-    from grpolab.train import GRPOConfig
-    from grpolab.trl_backend import run
+    from grpolab.grpo.loop import GRPOConfig
+    from grpolab.grpo.trl_backend import run
 
     cfg = GRPOConfig(task="arithmetic",
                      task_kwargs={"digits": [1], "n_train": 16, "n_eval": 4, "seed": 0},

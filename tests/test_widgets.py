@@ -1,4 +1,4 @@
-"""grpolab.widgets: the static grid equals grpolab.theory; the live sliders recompute."""
+"""grpolab.book.sliders: the static grid equals grpolab.theory; the live sliders recompute."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import re
 import numpy as np
 import pytest
 
-from grpolab import theory, widgets
-from grpolab.widgets import EXPLORERS, Explorer, Slider
+from grpolab import theory
+from grpolab.book import sliders
+from grpolab.book.sliders import EXPLORERS, Explorer, Slider
 
 
 def _grid_from_html(html: str) -> dict:
@@ -33,7 +34,7 @@ def _flat_index(indices, sizes):
 
 def test_zero_gradient_grid_equals_theory():
     """Every curve point and readout in the embedded JSON is theory's value (7 digits)."""
-    grid = _grid_from_html(widgets.static_slider_html(EXPLORERS["zero-gradient"]))
+    grid = _grid_from_html(sliders.static_slider_html(EXPLORERS["zero-gradient"]))
     p_values = grid["sliders"][0]["values"]
     G_values = grid["sliders"][1]["values"]
     assert grid["curve_sliders"] == ["p"]
@@ -53,12 +54,12 @@ def test_zero_gradient_grid_equals_theory():
             Gj = G_values[j]
             assert r[0] == pytest.approx(theory.zero_gradient_probability(p, Gj), rel=1e-6)
             assert r[3] == pytest.approx(
-                theory.expected_informative_prompts(p, Gj, widgets.R1_PROMPTS), rel=1e-6)
+                theory.expected_informative_prompts(p, Gj, sliders.R1_PROMPTS), rel=1e-6)
 
 
 def test_cost_grid_readouts_equal_theory():
     e = EXPLORERS["cost-of-g"]
-    grid = widgets.explorer_grid(e)
+    grid = sliders.explorer_grid(e)
     sizes = [len(s.values) for s in e.sliders]
     for idx in itertools.product(range(sizes[0]), (4, 49), range(sizes[2])):
         budget, p, G = (s.values[i] for s, i in zip(e.sliders, idx, strict=True))
@@ -71,7 +72,7 @@ def test_cost_grid_readouts_equal_theory():
 @pytest.mark.parametrize("key", sorted(EXPLORERS))
 def test_every_explorer_grid_is_valid_json_with_the_right_shape(key):
     e = EXPLORERS[key]
-    html = widgets.static_slider_html(e)
+    html = sliders.static_slider_html(e)
     grid = _grid_from_html(html)  # json.loads rejects NaN, so the page's JSON.parse will too
     assert "Static slider" in html, "the page must say which kind of slider it shows"
     n_curves = int(np.prod([len(e.slider(n).values) for n in e.curve_sliders]))
@@ -98,21 +99,21 @@ def test_every_explorer_grid_is_valid_json_with_the_right_shape(key):
 
 
 def test_grid_encodes_nan_and_inf_as_json_safe_values():
-    assert widgets._clean([1.0, np.nan, np.inf, 0.123456789]) == [1.0, None, "inf", 0.1234568]
+    assert sliders._clean([1.0, np.nan, np.inf, 0.123456789]) == [1.0, None, "inf", 0.1234568]
 
 
 def test_degenerate_grid_marks_infinite_cost():
     """p = 0.01, G = 2: q > 0, finite; the curves never hold NaN strings."""
-    grid = widgets.explorer_grid(EXPLORERS["degenerate-groups"])
+    grid = sliders.explorer_grid(EXPLORERS["degenerate-groups"])
     for curve in grid["curves"]:
         assert all(v is None or v == "inf" or v > 0 for y in curve["ys"] for v in y)
 
 
 def test_inline_assets_embed_the_script_and_reference_no_network():
-    html = widgets.static_slider_html(EXPLORERS["baseline-variance"], inline_assets=True)
+    html = sliders.static_slider_html(EXPLORERS["baseline-variance"], inline_assets=True)
     assert "grpolabSliders" in html and "<style>" in html
-    js = widgets._static_asset("grpolab-sliders.js")
-    css = widgets._static_asset("grpolab-sliders.css")
+    js = sliders._static_asset("grpolab-sliders.js")
+    css = sliders._static_asset("grpolab-sliders.css")
     for text in (js, css):
         assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", text), "no network URLs"
 
@@ -121,20 +122,20 @@ def test_show_picks_the_kind_from_the_environment(monkeypatch):
     from IPython.display import HTML
 
     monkeypatch.setenv("GRPOLAB_WIDGETS", "static")
-    assert widgets.widget_kind() == "static"
-    assert isinstance(widgets.show("temperature"), HTML)
+    assert sliders.widget_kind() == "static"
+    assert isinstance(sliders.show("temperature"), HTML)
     monkeypatch.setenv("GRPOLAB_WIDGETS", "bogus")
     with pytest.raises(ValueError, match="GRPOLAB_WIDGETS"):
-        widgets.widget_kind()
+        sliders.widget_kind()
     monkeypatch.delenv("GRPOLAB_WIDGETS")
-    assert widgets.widget_kind() == "live"
+    assert sliders.widget_kind() == "live"
 
 
 def test_show_rejects_unknown_names():
     with pytest.raises(ValueError, match="unknown explorer"):
-        widgets.show("nope", kind="static")
+        sliders.show("nope", kind="static")
     with pytest.raises(ValueError, match="kind"):
-        widgets.show("temperature", kind="neither")
+        sliders.show("temperature", kind="neither")
 
 
 def test_live_sliders_recompute_through_grpolab(monkeypatch):
@@ -143,22 +144,22 @@ def test_live_sliders_recompute_through_grpolab(monkeypatch):
     import matplotlib
 
     matplotlib.use("Agg")
-    from grpolab import plots
+    from grpolab.book import figures
 
     drawn = []
-    real = plots.explorer_figure
+    real = figures.explorer_figure
 
     def spy(explorer, params):
         drawn.append(dict(params))
         return real(explorer, params)
 
-    monkeypatch.setattr(plots, "explorer_figure", spy)
-    box = widgets.live_slider_figure("zero-gradient")
+    monkeypatch.setattr(figures, "explorer_figure", spy)
+    box = sliders.live_slider_figure("zero-gradient")
     assert isinstance(box, ipywidgets.VBox)
-    sliders = [c for c in box.children if isinstance(c, ipywidgets.SelectionSlider)]
-    assert [s.description for s in sliders] == ["p", "G"]
+    controls = [c for c in box.children if isinstance(c, ipywidgets.SelectionSlider)]
+    assert [s.description for s in controls] == ["p", "G"]
     assert drawn and drawn[-1] == {"p": 0.1, "G": 4}
-    sliders[0].value = 0.5
+    controls[0].value = 0.5
     assert drawn[-1] == {"p": 0.5, "G": 4}
     fig = real(EXPLORERS["zero-gradient"], drawn[-1])
     y = fig.axes[0].lines[0].get_ydata()
@@ -177,11 +178,11 @@ def test_slider_validation():
 
 
 def test_softmax_at_temperature():
-    q = widgets.softmax_at_temperature([2.0, 1.0, 0.0], 1.0)
+    q = sliders.softmax_at_temperature([2.0, 1.0, 0.0], 1.0)
     np.testing.assert_allclose(q, np.exp([2, 1, 0]) / np.exp([2, 1, 0]).sum())
-    assert widgets.softmax_at_temperature([2.0, 1.0], 0.01)[0] == pytest.approx(1.0)
+    assert sliders.softmax_at_temperature([2.0, 1.0], 0.01)[0] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="temperature"):
-        widgets.softmax_at_temperature([1.0], 0.0)
+        sliders.softmax_at_temperature([1.0], 0.0)
 
 
 @pytest.mark.slow
@@ -189,7 +190,7 @@ def test_a_chapter_runs_live_in_a_kernel(tmp_path, monkeypatch):
     """Opened as a notebook (jupytext) without the book build, a chapter shows ipywidgets."""
     jupytext = pytest.importorskip("jupytext")
     nbclient = pytest.importorskip("nbclient")
-    from grpolab.book import default_book_dir
+    from grpolab.book.build import default_book_dir
 
     monkeypatch.delenv("GRPOLAB_WIDGETS", raising=False)
     nb = jupytext.read(default_book_dir() / "theory" / "03-zero-gradient.md")

@@ -1,4 +1,4 @@
-"""grpolab.word_problems: answer extraction, the binary reward, the seeded prompt sets."""
+"""grpolab.tasks.word_problems: answer extraction, the binary reward, the seeded prompt sets."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from decimal import Decimal
 
 import pytest
 
-from grpolab.tasks import Task, get_task
-from grpolab.word_problems import (
+from grpolab.tasks.arithmetic import Task, get_task
+from grpolab.tasks.word_problems import (
     LEVELS,
     WordProblemTask,
     answer_matches,

@@ -2,6 +2,6 @@
 
 import sys
 
-from grpolab.cli import main
+from grpolab.cli.main import main
 
 sys.exit(main())

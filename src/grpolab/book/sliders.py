@@ -1,0 +1,516 @@
+"""Sliders for the book's figures, in two kinds that share one definition.
+
+- **Live** (a notebook with a kernel): ipywidgets sliders; every move recomputes the
+  figure through :mod:`grpolab.theory` and redraws it with matplotlib.
+- **Static** (the rendered HTML book, no kernel, no network): grpolab computes the
+  figure for every slider position at build time, embeds that grid as JSON, and a small
+  self-contained script (``grpolab/static/grpolab-sliders.js``, served from the build)
+  draws it as SVG.
+
+Both kinds draw the same :class:`Explorer`: sliders, a ``curves`` function (the lines)
+and a ``readouts`` function (numbers at the slider position). A chapter cell is one
+line, ``widgets.show("zero-gradient")``; it gives the static kind when the environment
+variable ``GRPOLAB_WIDGETS`` is ``"static"`` (the book build sets it, see
+:mod:`grpolab.book.build`) and the live kind otherwise.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import json
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+
+import numpy as np
+
+from grpolab import theory
+
+__all__ = [
+    "EXPLORERS",
+    "Explorer",
+    "Slider",
+    "explorer_grid",
+    "live_slider_figure",
+    "show",
+    "static_slider_figure",
+    "widget_kind",
+]
+
+#: Significant digits kept in the embedded grid (keeps pages small; tests allow 1e-6).
+GRID_DIGITS = 7
+
+
+@dataclass(frozen=True)
+class Slider:
+    """One slider: a parameter ``name`` that moves over the listed ``values``."""
+
+    name: str
+    label: str
+    values: tuple[float, ...]
+    initial: float
+
+    def __post_init__(self):
+        if not self.values:
+            raise ValueError(f"slider {self.name!r} needs at least one value")
+        if self.initial not in self.values:
+            raise ValueError(f"slider {self.name!r}: initial {self.initial!r} is not in values")
+
+    @property
+    def initial_index(self) -> int:
+        return list(self.values).index(self.initial)
+
+
+@dataclass(frozen=True)
+class Explorer:
+    """A figure with sliders.
+
+    Attributes:
+        key: short name used by :func:`show`.
+        title, xlabel, ylabel: text of the figure.
+        sliders: all sliders, in display order.
+        curves: ``curves(**params) -> (x, {label: y})`` with params of the sliders named
+            in ``curve_sliders``; the lines of the plot.
+        readouts: ``readouts(**params) -> {label: value}`` with every slider's param.
+        curve_sliders: sliders the curves depend on; the others (e.g. the G marker) only
+            move the marker and the readouts, so the static grid stays small.
+        marker: slider whose value is marked on the x axis (None for no marker).
+        logx, logy, ylim: axes (``logx`` uses powers of 2 as ticks).
+        caption: one sentence under the figure.
+    """
+
+    key: str
+    title: str
+    xlabel: str
+    ylabel: str
+    sliders: tuple[Slider, ...]
+    curves: Callable[..., tuple[np.ndarray, dict[str, np.ndarray]]]
+    readouts: Callable[..., dict[str, float]]
+    curve_sliders: tuple[str, ...]
+    marker: str | None = None
+    logx: bool = False
+    logy: bool = False
+    ylim: tuple[float, float] | None = None
+    caption: str = ""
+    digits: int = 4
+    extra: dict = field(default_factory=dict)
+
+    def slider(self, name: str) -> Slider:
+        for s in self.sliders:
+            if s.name == name:
+                return s
+        raise ValueError(f"explorer {self.key!r} has no slider named {name!r}")
+
+    def initial_params(self) -> dict[str, float]:
+        return {s.name: s.initial for s in self.sliders}
+
+    def curve_params(self, params: dict[str, float]) -> dict[str, float]:
+        return {n: params[n] for n in self.curve_sliders}
+
+
+# ----------------------------------------------------------------------------------------
+# The static kind: a precomputed grid drawn by grpolab-sliders.js
+# ----------------------------------------------------------------------------------------
+def _clean(values) -> list:
+    """Floats rounded to GRID_DIGITS significant digits; NaN -> null, +inf -> "inf"."""
+    out = []
+    for v in np.asarray(values, dtype=float).ravel():
+        if math.isnan(v) or v == -math.inf:
+            out.append(None)
+        elif v == math.inf:
+            out.append("inf")
+        else:
+            out.append(float(f"{v:.{GRID_DIGITS}g}"))
+    return out
+
+
+def explorer_grid(explorer: Explorer) -> dict:
+    """The JSON-ready grid of every slider position (the format grpolab-sliders.js reads).
+
+    ``curves`` is a flat, row-major list over the index grid of ``curve_sliders``;
+    ``readouts`` is a flat, row-major list over the index grid of all sliders.
+    """
+    curve_sliders = [explorer.slider(n) for n in explorer.curve_sliders]
+    curves, series_labels = [], None
+    for combo in itertools.product(*(s.values for s in curve_sliders)):
+        x, series = explorer.curves(**dict(zip(explorer.curve_sliders, combo, strict=True)))
+        labels = list(series)
+        if series_labels is None:
+            series_labels = labels
+        elif labels != series_labels:
+            raise ValueError(f"explorer {explorer.key!r}: series labels change with the sliders")
+        curves.append({"x": _clean(x), "ys": [_clean(series[k]) for k in labels]})
+    readouts, readout_labels = [], None
+    names = [s.name for s in explorer.sliders]
+    for combo in itertools.product(*(s.values for s in explorer.sliders)):
+        r = explorer.readouts(**dict(zip(names, combo, strict=True)))
+        if readout_labels is None:
+            readout_labels = list(r)
+        readouts.append(_clean([r[k] for k in readout_labels]))
+    return {
+        "key": explorer.key,
+        "title": explorer.title,
+        "xlabel": explorer.xlabel,
+        "ylabel": explorer.ylabel,
+        "logx": explorer.logx,
+        "logy": explorer.logy,
+        "ylim": list(explorer.ylim) if explorer.ylim else None,
+        "marker": explorer.marker,
+        "digits": explorer.digits,
+        "sliders": [{"name": s.name, "label": s.label, "values": _clean(s.values),
+                     "initial": s.initial_index} for s in explorer.sliders],
+        "curve_sliders": list(explorer.curve_sliders),
+        "series": series_labels,
+        "curves": curves,
+        "readouts_labels": readout_labels,
+        "readouts": readouts,
+    }
+
+
+def _static_asset(name: str) -> str:
+    return resources.files("grpolab.book").joinpath("static", name).read_text(encoding="utf-8")
+
+
+STATIC_NOTE = ("Static slider: every position was computed by grpolab when this page was "
+               "built; it runs in your browser with no kernel and no network. "
+               "In a notebook the same cell gives live ipywidgets sliders.")
+LIVE_NOTE = ("Live slider: each move recomputes the figure through grpolab in your kernel.")
+
+
+def static_slider_html(explorer: Explorer, *, inline_assets: bool = False) -> str:
+    """HTML for the static kind: a container with the grid as embedded JSON.
+
+    With ``inline_assets=False`` (the book), the page loads grpolab-sliders.js/.css from
+    the build's ``_static``; ``inline_assets=True`` embeds them, for a standalone file.
+    """
+    grid = json.dumps(explorer_grid(explorer), separators=(",", ":"), allow_nan=False)
+    grid = grid.replace("</", "<\\/")  # never close the <script> early
+    parts = [f'<div class="grpolab-static-slider" data-explorer="{html.escape(explorer.key)}">',
+             f'<p class="grpolab-kind">{html.escape(STATIC_NOTE)}</p>',
+             f'<p class="grpolab-title">{html.escape(explorer.title)}</p>',
+             f'<script type="application/json" class="grpolab-grid">{grid}</script>',
+             "</div>"]
+    if explorer.caption:
+        parts.insert(-1, f'<p class="grpolab-caption">{html.escape(explorer.caption)}</p>')
+    out = "".join(parts)
+    if inline_assets:
+        out = (f"<style>{_static_asset('grpolab-sliders.css')}</style>{out}"
+               f"<script>{_static_asset('grpolab-sliders.js')}</script>")
+    else:  # the page's own copy of the script mounts it; call again in case it ran already
+        out += ("<script>if (window.grpolabSliders) { window.grpolabSliders.mountAll(); }"
+                "</script>")
+    return out
+
+
+def static_slider_figure(explorer: Explorer | str, *, inline_assets: bool = False):
+    """The static kind as an IPython ``HTML`` display object (see :func:`static_slider_html`)."""
+    from IPython.display import HTML
+
+    explorer = EXPLORERS[explorer] if isinstance(explorer, str) else explorer
+    return HTML(static_slider_html(explorer, inline_assets=inline_assets))
+
+
+# ----------------------------------------------------------------------------------------
+# The live kind: ipywidgets + matplotlib, recomputed on every move
+# ----------------------------------------------------------------------------------------
+def live_slider_figure(explorer: Explorer | str):
+    """The live kind: ipywidgets sliders that redraw :func:`.figures.explorer_figure`."""
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    from grpolab.book import figures
+
+    explorer = EXPLORERS[explorer] if isinstance(explorer, str) else explorer
+    controls = {
+        s.name: w.SelectionSlider(options=[(f"{v:g}", v) for v in s.values], value=s.initial,
+                                  description=s.name, continuous_update=False,
+                                  layout=w.Layout(width="420px"),
+                                  tooltip=s.label)
+        for s in explorer.sliders
+    }
+
+    def redraw(**params):
+        fig = figures.explorer_figure(explorer, params)
+        display(fig)
+        plt.close(fig)
+
+    out = w.interactive_output(redraw, controls)
+    note = w.HTML(f"<i>{html.escape(LIVE_NOTE)}</i>")
+    labels = w.HTML("<br>".join(f"<b>{html.escape(s.name)}</b>: {html.escape(s.label)}"
+                                for s in explorer.sliders))
+    return w.VBox([note, labels, *controls.values(), out])
+
+
+def widget_kind() -> str:
+    """``"static"`` when ``GRPOLAB_WIDGETS=static`` (the book build), else ``"live"``."""
+    kind = os.environ.get("GRPOLAB_WIDGETS", "live")
+    if kind not in ("static", "live"):
+        raise ValueError(f"GRPOLAB_WIDGETS must be 'static' or 'live', got {kind!r}")
+    return kind
+
+
+def show(key: str, kind: str | None = None):
+    """Show explorer ``key`` as a live or static slider figure (default: :func:`widget_kind`)."""
+    if key not in EXPLORERS:
+        raise ValueError(f"unknown explorer {key!r}; choose from {sorted(EXPLORERS)}")
+    kind = kind or widget_kind()
+    if kind == "static":
+        return static_slider_figure(EXPLORERS[key])
+    if kind == "live":
+        return live_slider_figure(EXPLORERS[key])
+    raise ValueError(f"kind must be 'static' or 'live', got {kind!r}")
+
+
+# ----------------------------------------------------------------------------------------
+# The explorers of the theory chapters
+# ----------------------------------------------------------------------------------------
+def _grid(start: float, stop: float, step: float) -> tuple[float, ...]:
+    n = int(round((stop - start) / step)) + 1
+    return tuple(round(start + i * step, 10) for i in range(n))
+
+
+P_VALUES = _grid(0.01, 0.99, 0.01)
+G_VALUES = tuple(range(1, 65))
+G_AXIS = np.arange(1, 65)
+#: Prompts per step in DeepSeek-R1 (32 questions × 16 = 512 outputs; references.md).
+R1_PROMPTS = 32
+
+
+def _p_slider(initial: float = 0.1) -> Slider:
+    return Slider("p", "pass rate p of the prompt", P_VALUES, initial)
+
+
+def _g_slider(initial: int = 8, values: Sequence[int] = G_VALUES) -> Slider:
+    return Slider("G", "group size G (completions per prompt)", tuple(values), initial)
+
+
+def _grpo_curves(p):
+    G = G_AXIS
+    return G, {
+        "baseline SE / σ = 1/√G": np.asarray(theory.baseline_standard_error(1.0, G)),
+        "P(group carries signal)": np.asarray(theory.informative_probability(p, G)),
+        "cost: completions per prompt / 64": G / 64.0,
+    }
+
+
+def _grpo_readouts(p, G):
+    return {
+        "completions per prompt (cost ∝ G)": float(G),
+        "baseline SE / σ = 1/√G": theory.baseline_standard_error(1.0, G),
+        "P(group carries signal) = 1 − p^G − (1−p)^G": theory.informative_probability(p, G),
+        "P(at least one success) = 1 − (1−p)^G": theory.any_success_probability(p, G),
+    }
+
+
+def _baseline_curves(sigma2):
+    G = G_AXIS
+    loo = np.where(G >= 2, sigma2 / np.maximum(G - 1, 1), np.nan)
+    return G, {
+        "Var(group mean) = σ²/G": np.asarray(theory.baseline_variance(sigma2, G)),
+        "Var(leave-one-out mean) = σ²/(G−1)": loo,
+    }
+
+
+def _baseline_readouts(sigma2, G):
+    return {
+        "Var(r̄) = σ²/G": theory.baseline_variance(sigma2, G),
+        "SE(r̄) = σ/√G": theory.baseline_standard_error(sigma2, G),
+        "variance removed by doubling G: σ²/G − σ²/(2G)": theory.baseline_variance(sigma2, G)
+        - theory.baseline_variance(sigma2, 2 * G),
+        "(G−1)/G, GRPO's advantage over RLOO's": theory.rloo_scale_factor(G),
+    }
+
+
+def _zero_curves(p):
+    G = G_AXIS
+    return G, {
+        "P(zero gradient) = p^G + (1−p)^G": np.asarray(theory.zero_gradient_probability(p, G)),
+        "P(all fail) = (1−p)^G": np.asarray(theory.all_fail_probability(p, G)),
+        "P(all pass) = p^G": np.asarray(theory.all_pass_probability(p, G)),
+    }
+
+
+def _zero_readouts(p, G):
+    return {
+        "P(zero gradient)": theory.zero_gradient_probability(p, G),
+        "P(all fail)": theory.all_fail_probability(p, G),
+        "P(all pass)": theory.all_pass_probability(p, G),
+        f"expected prompts with signal, of {R1_PROMPTS}":
+            theory.expected_informative_prompts(p, G, R1_PROMPTS),
+    }
+
+
+BUDGET_VALUES = (128, 256, 512, 1024, 2048, 4096)
+COST_G_VALUES = (2, 4, 8, 16, 32, 64)
+
+
+def _cost_curves(budget, p):
+    G = np.asarray(COST_G_VALUES)
+    B = np.asarray(theory.fixed_budget_prompts(budget, G))
+    return G, {
+        "prompts per step B = budget / G": B.astype(float),
+        "expected prompts with signal": np.asarray(theory.expected_informative_prompts(p, G, B)),
+    }
+
+
+def _cost_readouts(budget, p, G):
+    B = theory.fixed_budget_prompts(budget, G)
+    return {
+        "prompts per step B = ⌊budget / G⌋": float(B),
+        "completions per step B·G": float(B * G),
+        "expected prompts with signal": theory.expected_informative_prompts(p, G, B),
+        "expected completions in groups with signal":
+            G * theory.expected_informative_prompts(p, G, B),
+    }
+
+
+DEGENERATE_G = tuple(range(2, 65))
+
+
+def _degenerate_curves(p):
+    G = np.asarray(DEGENERATE_G)
+    return G, {
+        "expected completions per kept group, G / q": np.asarray(
+            theory.dynamic_sampling_expected_completions(p, G, 1)),
+        "completions per group without filtering, G": G.astype(float),
+    }
+
+
+def _degenerate_readouts(p, G):
+    return {
+        "q = P(group kept) = 1 − p^G − (1−p)^G": theory.informative_probability(p, G),
+        "expected groups generated per kept group, 1/q":
+            theory.dynamic_sampling_expected_groups(p, G, 1),
+        "expected completions per kept group, G/q":
+            theory.dynamic_sampling_expected_completions(p, G, 1),
+    }
+
+
+def _normalization_curves(G):
+    G = int(G)
+    k = np.arange(1, G)  # groups with 0 < k < G correct answers
+    out = {}
+    for label, kw in (("A⁺, std with ddof = 1 (TRL, verl, OpenRLHF)", {"ddof": 1}),
+                      ("A⁺, std with ddof = 0 (np.std)", {"ddof": 0}),
+                      ("A⁺, no std scaling (Dr. GRPO)", {"scale": "none"})):
+        out[label] = np.asarray(theory.binary_advantages(k, G, **kw)[0], dtype=float)
+    return k / G, out
+
+
+def _normalization_readouts(G):
+    G = int(G)
+    a1, n1 = theory.binary_advantages(1, G, ddof=1)
+    a0, _ = theory.binary_advantages(1, G, ddof=0)
+    return {
+        "one correct of G: A⁺ (ddof = 1)": a1,
+        "one correct of G: A⁻ (ddof = 1)": n1,
+        "one correct of G: A⁺ (ddof = 0)": a0,
+        "ratio ddof 0 / ddof 1 = √(G/(G−1))": a0 / a1,
+    }
+
+
+#: An illustrative policy over five distinct final answers (logits at temperature 1).
+TEMPERATURE_LOGITS = (2.0, 1.0, 0.5, 0.0, -1.0)
+T_VALUES = _grid(0.05, 2.0, 0.05)
+
+
+def softmax_at_temperature(logits: Sequence[float], temperature: float) -> np.ndarray:
+    """softmax(logits / T): the sampling distribution at temperature T > 0."""
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    z = np.asarray(logits, dtype=float) / temperature
+    z = np.exp(z - z.max())
+    return z / z.sum()
+
+
+def _temperature_curves(T):
+    q = softmax_at_temperature(TEMPERATURE_LOGITS, T)
+    G = G_AXIS
+    return G, {
+        "P(all G samples identical) = Σ q_j^G": np.asarray(
+            theory.identical_group_probability(q, G)),
+        "lower bound m^G (m = top probability)": np.asarray(
+            theory.all_pass_probability(q.max(), G)),
+    }
+
+
+def _temperature_readouts(T, G):
+    q = softmax_at_temperature(TEMPERATURE_LOGITS, T)
+    return {
+        "top answer's probability m": float(q.max()),
+        "P(all G samples identical)": theory.identical_group_probability(q, G),
+        "expected distinct answers in the group": float(np.sum(1 - (1 - q) ** G)),
+    }
+
+
+EXPLORERS: dict[str, Explorer] = {e.key: e for e in [
+    Explorer(
+        key="grpo-in-one-page",
+        title="The two jobs of G, and its cost",
+        xlabel="group size G", ylabel="value", logx=True, ylim=(0.0, 1.0),
+        sliders=(_p_slider(0.1), _g_slider(8)), curve_sliders=("p",), marker="G",
+        curves=_grpo_curves, readouts=_grpo_readouts,
+        caption="Baseline noise falls like 1/√G, the chance that a group has both a "
+                "success and a failure rises with G, and the cost rises linearly in G.",
+    ),
+    Explorer(
+        key="baseline-variance",
+        title="Var(baseline) = σ²/G",
+        xlabel="group size G", ylabel="variance of the baseline", logx=True,
+        sliders=(Slider("sigma2", "reward variance σ²", _grid(0.05, 1.0, 0.05), 0.25),
+                 _g_slider(8)),
+        curve_sliders=("sigma2",), marker="G", ylim=(0.0, 1.0),
+        curves=_baseline_curves, readouts=_baseline_readouts,
+        caption="σ² = 0.25 is the largest variance a 0/1 reward can have (p = ½).",
+    ),
+    Explorer(
+        key="zero-gradient",
+        title="P(zero gradient) = p^G + (1 − p)^G",
+        xlabel="group size G", ylabel="probability", logx=True, ylim=(0.0, 1.0),
+        sliders=(_p_slider(0.1), _g_slider(4)), curve_sliders=("p",), marker="G",
+        curves=_zero_curves, readouts=_zero_readouts,
+        caption=f"The last readout assumes {R1_PROMPTS} prompts per step, all with pass "
+                "rate p (DeepSeek-R1 used 32 questions per step).",
+    ),
+    Explorer(
+        key="cost-of-g",
+        title="A fixed budget of completions per step: prompts × G",
+        xlabel="group size G", ylabel="prompts per step", logx=True,
+        sliders=(Slider("budget", "completions per step (budget)", BUDGET_VALUES, 512),
+                 _p_slider(0.1), _g_slider(16, COST_G_VALUES)),
+        curve_sliders=("budget", "p"), marker="G",
+        curves=_cost_curves, readouts=_cost_readouts,
+        caption="Every prompt has pass rate p; real batches mix difficulties "
+                "(see the zero-gradient chapter's averages).",
+    ),
+    Explorer(
+        key="degenerate-groups",
+        title="Dynamic sampling: completions generated per group kept",
+        xlabel="group size G", ylabel="completions", logx=True, logy=True,
+        sliders=(_p_slider(0.05), _g_slider(8, DEGENERATE_G)), curve_sliders=("p",),
+        marker="G", curves=_degenerate_curves, readouts=_degenerate_readouts,
+        caption="A dynamic sampler keeps a group only if 0 < #correct < G.",
+    ),
+    Explorer(
+        key="normalization",
+        title="Advantage of a correct answer when k of G are correct",
+        xlabel="fraction correct k/G", ylabel="advantage A⁺",
+        sliders=(_g_slider(4, tuple(range(2, 65))),), curve_sliders=("G",), marker=None,
+        curves=_normalization_curves, readouts=_normalization_readouts,
+        caption="eps = 1e-4 (TRL's default). Without std scaling the advantage is 1 − k/G.",
+    ),
+    Explorer(
+        key="temperature",
+        title="How likely is a group of G identical answers?",
+        xlabel="group size G", ylabel="probability", logx=True, ylim=(0.0, 1.0),
+        sliders=(Slider("T", "sampling temperature T", T_VALUES, 0.3), _g_slider(8)),
+        curve_sliders=("T",), marker="G",
+        curves=_temperature_curves, readouts=_temperature_readouts,
+        caption="An illustrative policy over five distinct answers with logits "
+                f"{list(TEMPERATURE_LOGITS)} at T = 1, sampled with softmax(logits / T).",
+    ),
+]}

@@ -1,0 +1,39 @@
+"""``grpolab book build [--out DIR]``: build the HTML book and say which file to open."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def register(sub) -> None:
+    p = sub.add_parser("book", help="build the Jupyter Book (theory, labs, interview prep)",
+                       description="Build the book with Jupyter Book 1.x. Every chapter is "
+                       "executed; a warning, a broken reference or a cell error fails the build.")
+    book_sub = p.add_subparsers(dest="book_command", metavar="ACTION")
+    book_sub.required = True
+    b = book_sub.add_parser("build", help="build the HTML book and print the index.html to open",
+                            description="Build the HTML book into DIR/_build/html (the "
+                            "execution cache lives in DIR/_build/.jupyter_cache).")
+    b.add_argument("--book", default=None, metavar="PATH",
+                   help="the book's folder (default: book/ of this checkout)")
+    b.add_argument("--out", default=None, metavar="DIR",
+                   help="output folder (default: the book's folder, i.e. book/_build/html)")
+    b.add_argument("--quiet", action="store_true",
+                   help="hide the build log unless the build fails")
+    b.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from grpolab.book.build import BookBuildError, build_book, default_book_dir
+
+    start = time.perf_counter()
+    try:
+        index = build_book(args.book or default_book_dir(), args.out, quiet=args.quiet)
+    except BookBuildError as exc:
+        for line in exc.warnings:  # with --quiet the log was hidden: show what failed
+            print(line, file=sys.stderr)
+        raise ValueError(str(exc).splitlines()[0]) from None
+    print(f"built the book in {time.perf_counter() - start:.0f}s; open {index}")
+    return 0

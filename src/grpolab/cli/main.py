@@ -1,0 +1,70 @@
+"""The ``grpolab`` command.
+
+Subcommands live in :mod:`grpolab.cli`, one module each (``main`` excepted); every
+module defines ``register(subparsers)``. Modules import heavy packages (torch, transformers) only
+inside the function that runs, so ``grpolab --help`` and ``grpolab theory`` stay fast.
+
+Errors are one line (``error: ...``) with exit code 2 and no traceback; Ctrl-C exits
+with 130 after the subcommand has saved what it finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from grpolab import __version__
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse, but a usage error is a single ``error: ...`` line with exit code 2."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        self.exit(2, f"error: {message} (see '{self.prog} --help')\n")
+
+
+class CLIError(Exception):
+    """Raised by subcommands for bad input; printed as one line, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the top-level parser and let every module in grpolab.cli register."""
+    parser = OneLineErrorParser(
+        prog="grpolab",
+        description="grpolab: how many completions G should GRPO sample per prompt?",
+    )
+    parser.add_argument("--version", action="version", version=f"grpolab {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineErrorParser)
+    sub.required = True
+    import grpolab.cli as commands
+
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_") or info.name == "main":
+            continue
+        importlib.import_module(f"grpolab.cli.{info.name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``grpolab`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, CLIError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished work is saved; rerun the same command to resume",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    # Run the package's copy of main, so CLIError raised by subcommands (which import
+    # grpolab.cli.main) is the class caught here, not a second copy living in __main__.
+    from grpolab.cli.main import main as package_main
+
+    sys.exit(package_main())

@@ -1,0 +1,94 @@
+"""``grpolab quiz``: a terminal practice session, e.g. ``grpolab quiz --n 5 --seed 0``.
+
+Interactive when stdin is a terminal; otherwise (or with ``--answers FILE``) it reads one
+answer per line and prints a transcript, so scripts and tests can run it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "quiz",
+        help="practise: randomized questions on G, zero-gradient groups, advantages and cost",
+        description="Randomized practice questions generated from grpolab.theory. Each answer "
+        "is checked with a tolerance and explained with its formula; the score is kept. "
+        "Answers may be numbers, percentages or fractions (0.25, 25%, 1/4). Interactively, "
+        "type s to skip and q to quit; Ctrl-C prints the score so far. With --answers FILE, "
+        "or when stdin is not a terminal, one answer is read per line.",
+    )
+    p.add_argument("--n", type=int, default=5, metavar="N",
+                   help="number of questions (default: 5)")
+    p.add_argument("--seed", type=int, default=None, metavar="S",
+                   help="random seed; the same seed gives the same questions (default: random, "
+                   "printed so you can replay it)")
+    p.add_argument("--answers", metavar="FILE", default=None,
+                   help="read answers from FILE, one per line ('-' = stdin; lines starting "
+                   "with # are ignored)")
+    p.add_argument("--kind", action="append", default=None, metavar="KIND",
+                   help="only ask this kind of question (repeatable); see --list-kinds")
+    p.add_argument("--list-kinds", action="store_true", help="list the question kinds and exit")
+    p.set_defaults(func=run)
+
+
+def _lines(stream):
+    """Answer lines from a file or pipe, skipping # comments."""
+    for line in stream:
+        if not line.lstrip().startswith("#"):
+            yield line.rstrip("\n")
+
+
+def _prompts():
+    """Interactive answers: input() with a prompt; end of input (Ctrl-D) ends the iterator."""
+    while True:
+        try:
+            yield input("answer> ")
+        except EOFError:
+            return
+
+
+def run(args: argparse.Namespace) -> int:
+    from grpolab.drill.quiz import KINDS, generate_questions, run_session
+
+    if args.list_kinds:
+        for name, gen in KINDS.items():
+            print(f"{name:<24} e.g. {gen(random.Random(0)).text}")
+        return 0
+    if args.n < 1:
+        raise ValueError(f"--n must be an integer >= 1, got {args.n}")
+    if args.n > 1000:
+        raise ValueError(f"--n must be at most 1000, got {args.n}")
+    for k in args.kind or []:
+        if k not in KINDS:
+            raise ValueError(f"--kind {k!r} is not a question kind; choose from {', '.join(KINDS)}")
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
+    questions = generate_questions(args.n, seed, args.kind)
+
+    handle = None
+    if args.answers is not None and args.answers != "-":
+        try:
+            handle = open(args.answers, encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise ValueError(f"--answers: cannot read {args.answers!r}: {exc.strerror}") from None
+        answers, interactive = _lines(handle), False
+    elif args.answers == "-" or not sys.stdin.isatty():
+        answers, interactive = _lines(sys.stdin), False
+    else:
+        answers, interactive = _prompts(), True
+
+    print(f"grpolab quiz: {args.n} question(s), seed {seed}"
+          + (" (s = skip, q = quit, Ctrl-C = stop)" if interactive else ""))
+    try:
+        result = run_session(questions, answers, sys.stdout, interactive=interactive)
+    finally:
+        if handle is not None:
+            handle.close()
+    if result.interrupted:
+        print(f"\ninterrupted. {result.line()}")
+        return 130
+    print(f"\nfinal {result.line()}")
+    return 0

@@ -1,0 +1,82 @@
+"""``grpolab remedies``: run one remedy lab, e.g. ``grpolab remedies --item dynamic-sampling``.
+
+Each item trains the tiny model from the shared warm start for every arm × seed at a fixed
+budget of completions (grpolab.labs.remedies.items.ITEMS), resumably, and writes small results and a
+plot. ``--list`` prints the items and their arms.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+ITEM_NAMES = ("dynamic-sampling", "difficulty", "adaptive-g", "temperature", "beta", "rewards",
+              "length-bias", "prompts-x-g")
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "remedies",
+        help="run a remedy / interaction lab (dynamic sampling, difficulty, adaptive G, ...)",
+        description="Train the tiny model with GRPO plus one remedy or knob for every arm and "
+        "seed of a lab item, at a fixed budget of completions. Resumable: finished runs are "
+        "skipped. Writes DIR/results.json (per-arm means and seed spreads) and plots.",
+    )
+    p.add_argument("--item", choices=ITEM_NAMES, help="which lab to run")
+    p.add_argument("--out", default=None, help="output directory (default: runs/remedies/ITEM)")
+    p.add_argument("--seeds", type=int, nargs="+", default=None, metavar="S",
+                   help="seeds (default: the item's, 0 1 2)")
+    p.add_argument("--arms", nargs="+", default=None, metavar="ARM",
+                   help="run only these arms (default: all)")
+    p.add_argument("--budget", type=int, default=None, metavar="N",
+                   help="completions per run (default: the item's, 5120)")
+    p.add_argument("--cache", default=None, help="warm-start cache directory (default: OUT/cache)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
+    p.add_argument("--no-plots", action="store_true", help="skip the plots")
+    p.add_argument("--publish", default=None, metavar="DIR",
+                   help="also copy results.json and the plots to DIR "
+                        "(e.g. labs/results/remedies/ITEM)")
+    p.add_argument("--list", action="store_true", help="list the items and their arms, then exit")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from grpolab.cli.main import CLIError
+
+    if args.list:
+        from grpolab.labs.remedies.items import ITEMS
+
+        for name, item in ITEMS.items():
+            print(f"{name}: {item.title}\n  arms: {', '.join(item.arms)}")
+        return 0
+    if not args.item:
+        raise CLIError("--item is required (or --list)")
+    if args.budget is not None and args.budget < 1:
+        raise CLIError(f"--budget must be >= 1, got {args.budget}")
+    if args.threads < 1:
+        raise CLIError(f"--threads must be >= 1, got {args.threads}")
+    import torch
+
+    from grpolab.labs.remedies.items import run_item
+
+    torch.set_num_threads(args.threads)
+    out = args.out or f"runs/remedies/{args.item}"
+    results = run_item(args.item, out, seeds=args.seeds, arms=args.arms, budget=args.budget,
+                       cache_dir=args.cache)
+    if not args.no_plots:
+        from grpolab.labs.remedies.report import plot_item
+
+        for path in plot_item(out):
+            print(f"wrote {path}")
+    if args.publish:
+        from grpolab.labs.remedies.report import publish
+
+        for path in publish(out, args.publish):
+            print(f"published {path}")
+    for arm, r in results["results"].items():
+        acc = r["final_accuracy"]
+        sd = f" ± {acc['sd']:.3f}" if acc.get("sd") is not None else ""
+        print(f"{arm:>22}: final accuracy {acc['mean']:.3f}{sd} (n={acc['n']}), "
+              f"informative groups per 1k completions "
+              f"{r['informative_per_1k_completions']['mean']:.1f}")
+    print(f"results: {out}/results.json")
+    return 0

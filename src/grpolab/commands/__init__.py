@@ -1,1 +1,0 @@
-"""Subcommands of the ``grpolab`` CLI: one module per subcommand, each with ``register``."""

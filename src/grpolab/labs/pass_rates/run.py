@@ -1,0 +1,400 @@
+"""Measure a model's per-prompt pass rates: the p in P(zero gradient) = p^G + (1 − p)^G.
+
+For every prompt we sample ``samples`` completions (n ≥ 16) with the lab's rollout sampler
+(:func:`grpolab.grpo.rollout.sample`: the prompt is encoded once and its KV cache shared by the
+n samples) and score them with the task's binary reward. The pass rate of prompt j is
+p̂_j = k_j / n. Averaged over prompts, p^G + (1 − p)^G is the fraction of GRPO groups of
+size G that carry no gradient (:func:`grpolab.theory.empirical_zero_gradient_probability`).
+
+The check is honest about reuse: the n samples of each prompt are split in halves. The
+first half *estimates* p̂_j; the second half is cut into disjoint groups of G, and the
+fraction of those groups whose rewards are all equal is the *observed* zero-variance
+fraction. Prediction and observation share no samples. Predictions are given both as
+the plug-in mean of p̂^G + (1 − p̂)^G (biased upward at large G, because E[p̂^G] ≠ p^G) and
+as the unbiased U-statistic [C(k, G) + C(m − k, G)] / C(m, G)
+(:func:`grpolab.theory.unbiased_zero_gradient_estimate`).
+
+Runs are resumable: the per-prompt records are rewritten atomically after every prompt,
+and a rerun with the same configuration skips finished prompts. Each prompt's draws come
+from its own seeded generator, so a resumed run gives the same numbers as an unbroken one.
+
+Reproduce the committed results (about 10 minutes on one CPU thread)::
+
+    python -m grpolab.labs.pass_rates.run --out labs/results/smollm2-pass-rates
+
+Derived in: book/labs/02-smollm2.md ("The pass-rate distribution").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from grpolab import theory
+from grpolab._validate import as_positive_int
+
+__all__ = ["PassRateConfig", "measure", "summarize", "plot", "run", "main", "RESULTS_FILE",
+           "pass_rate_figure", "zero_gradient_figure", "committed_results", "REPRODUCE"]
+
+RESULTS_FILE = "pass_rates.json"
+DEFAULT_GS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+
+
+@dataclass
+class PassRateConfig:
+    """What to measure: which prompts, how many samples each, how to sample."""
+
+    model: str = "smollm2"  # "smollm2", a hub id or a local path
+    task: str = "word_problems"
+    task_kwargs: dict = field(default_factory=dict)
+    split: str = "eval"  # "eval" or "train"
+    prompts_per_level: int = 10
+    samples: int = 32  # n completions per prompt
+    max_new_tokens: int = 48
+    temperature: float = 0.7
+    top_p: float = 1.0
+    seed: int = 0
+    check_Gs: tuple[int, ...] = (2, 4, 8, 16)  # group sizes of the held-out-half check
+
+    def validate(self) -> PassRateConfig:
+        """Raise a ValueError naming the first bad field."""
+        as_positive_int(self.prompts_per_level, "prompts_per_level")
+        as_positive_int(self.samples, "samples", minimum=2)
+        as_positive_int(self.max_new_tokens, "max_new_tokens")
+        if self.split not in ("eval", "train"):
+            raise ValueError(f"split must be 'eval' or 'train', got {self.split!r}")
+        if not (isinstance(self.temperature, int | float) and self.temperature > 0):
+            raise ValueError(f"temperature must be > 0, got {self.temperature!r}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        half = self.samples // 2
+        for G in self.check_Gs:
+            as_positive_int(G, "check_Gs", minimum=2)
+            if G > half:
+                raise ValueError(f"check_Gs entry {G} exceeds half the samples ({half}); "
+                                 "raise samples or drop it")
+        return self
+
+
+def select_prompts(task, config: PassRateConfig) -> list:
+    """The first ``prompts_per_level`` prompts of each difficulty level of the split."""
+    pool = task.eval_prompts if config.split == "eval" else task.train_prompts
+    chosen = []
+    for level in sorted({p.difficulty for p in pool}):
+        chosen += [p for p in pool if p.difficulty == level][:config.prompts_per_level]
+    return chosen
+
+
+def _render(tokenizer, task, prompt) -> str:
+    """The string the model sees: the task's chat rendering when it has one."""
+    render = getattr(task, "render", None)
+    return render(tokenizer, prompt) if render is not None else prompt.text
+
+
+def measure(model, tokenizer, task, prompts, config: PassRateConfig, *, done: list | None = None,
+            on_record=None, progress: bool = True) -> list[dict]:
+    """Sample ``config.samples`` completions per prompt; one record per prompt.
+
+    ``done``: records of a previous, interrupted run (matched by index and text) are kept
+    and their prompts skipped. ``on_record(records)`` is called after every prompt (used to
+    save progress). Each prompt ``j`` draws from ``torch.Generator().manual_seed(seed·10⁶ + j)``.
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    from grpolab.grpo.rollout import sample
+
+    device = next(model.parameters()).device
+    records = {r["index"]: r for r in (done or [])}
+    for j, prompt in enumerate(tqdm(prompts, desc="pass rates", disable=not progress)):
+        if j in records and records[j]["text"] == prompt.text:
+            continue
+        gen = torch.Generator(device=device).manual_seed(config.seed * 1_000_000 + j)
+        start = time.perf_counter()
+        roll = sample(model, tokenizer, [_render(tokenizer, task, prompt)], config.samples,
+                      max_new_tokens=config.max_new_tokens, temperature=config.temperature,
+                      top_p=config.top_p, generator=gen)
+        rewards = [float(task.reward(prompt, s)) for s in roll.texts]
+        records[j] = {
+            "index": j, "text": prompt.text, "answer": prompt.answer,
+            "difficulty": prompt.difficulty, "rewards": [int(r > 0.5) for r in rewards],
+            "successes": int(sum(r > 0.5 for r in rewards)), "samples": config.samples,
+            "pass_rate": float(np.mean(np.array(rewards) > 0.5)),
+            "tokens": roll.tokens_generated, "seconds": time.perf_counter() - start,
+            "examples": [s[:240] for s in roll.texts[:2]],
+        }
+        if on_record is not None:
+            on_record([records[i] for i in sorted(records)])
+    return [records[i] for i in sorted(records)]
+
+
+def summarize(records: list[dict], check_Gs=(2, 4, 8, 16), Gs=DEFAULT_GS) -> dict:
+    """Distribution of pass rates, the implied zero-gradient curve, and the held-out check.
+
+    Returns a dict with ``pass_rate_mean``, ``fraction_never`` (p̂ = 0), ``fraction_always``
+    (p̂ = 1), ``by_difficulty``, ``histogram`` (n + 1 bins, one per possible k), ``curve``
+    (plug-in prediction at every G in ``Gs``, unbiased prediction for G ≤ n), and
+    ``check`` (per G: predicted from the first halves, observed in the second halves).
+    """
+    if not records:
+        raise ValueError("records must hold at least one measured prompt")
+    R = np.array([r["rewards"] for r in records], dtype=int)  # (prompts, n)
+    n = R.shape[1]
+    k = R.sum(1)
+    p = k / n
+    diff = np.array([r["difficulty"] for r in records])
+    out: dict = {
+        "prompts": int(len(records)), "samples": int(n),
+        "completions": int(R.size), "tokens": int(sum(r["tokens"] for r in records)),
+        "seconds": float(sum(r["seconds"] for r in records)),
+        "pass_rate_mean": float(p.mean()), "pass_rate_median": float(np.median(p)),
+        "fraction_never": float((k == 0).mean()), "fraction_always": float((k == n).mean()),
+        "fraction_between": float(((k > 0) & (k < n)).mean()),
+        "histogram": {"successes": list(range(n + 1)),
+                      "prompts": np.bincount(k, minlength=n + 1).tolist()},
+        "by_difficulty": {},
+    }
+    for d in sorted(set(diff.tolist())):
+        sel = diff == d
+        out["by_difficulty"][str(d)] = {
+            "prompts": int(sel.sum()), "pass_rate_mean": float(p[sel].mean()),
+            "fraction_never": float((k[sel] == 0).mean()),
+            "fraction_always": float((k[sel] == n).mean()),
+        }
+    Gs = [int(G) for G in Gs]
+    out["curve"] = {
+        "G": Gs,
+        "plug_in": [float(theory.empirical_zero_gradient_probability(p, G)) for G in Gs],
+        "unbiased": [float(np.mean(theory.unbiased_zero_gradient_estimate(
+            k, np.full_like(k, n), G))) if G <= n else None for G in Gs],
+    }
+    # Held-out check: estimate on the first half, observe disjoint groups in the second half.
+    half = n // 2
+    first, second = R[:, :half], R[:, half:2 * half]
+    k1 = first.sum(1)
+    checks = []
+    for G in check_Gs:
+        G = int(G)
+        if G > half:
+            continue
+        groups = second[:, : (half // G) * G].reshape(len(R), half // G, G)
+        dead = (groups.min(-1) == groups.max(-1))  # all rewards equal: zero variance
+        obs = float(dead.mean())
+        n_groups = int(dead.size)
+        checks.append({
+            "G": G, "groups": n_groups, "observed": obs,
+            # binomial standard error; groups of one prompt share p, so this is a lower bound
+            "observed_se": float(np.sqrt(max(obs * (1 - obs), 1e-12) / n_groups)),
+            "predicted_plug_in": float(theory.empirical_zero_gradient_probability(k1 / half, G)),
+            "predicted_unbiased": float(np.mean(
+                theory.unbiased_zero_gradient_estimate(k1, np.full_like(k1, half), G))),
+        })
+    out["check"] = checks
+    out["check_mean_abs_gap_unbiased"] = (
+        float(np.mean([abs(c["observed"] - c["predicted_unbiased"]) for c in checks]))
+        if checks else None)
+    return out
+
+
+def pass_rate_figure(result: dict):
+    """Histogram of successes k out of n per prompt, stacked by difficulty level."""
+    import matplotlib.pyplot as plt
+
+    records, summary = result["records"], result["summary"]
+    n = summary["samples"]
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    levels = sorted({r["difficulty"] for r in records})
+    bins = np.arange(n + 2) - 0.5
+    stacks = [[r["successes"] for r in records if r["difficulty"] == d] for d in levels]
+    ax.hist(stacks, bins=bins, stacked=True, label=[f"level {d}" for d in levels])
+    ax.set_xlabel(f"successes k out of n = {n} samples (pass rate p̂ = k/n)")
+    ax.set_ylabel("prompts")
+    ax.set_title(f"SmolLM2-135M-Instruct: per-prompt pass rates ({summary['prompts']} prompts)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def zero_gradient_figure(result: dict):
+    """Predicted P(zero gradient) vs G from the measured pass rates, with the held-out check."""
+    import matplotlib.pyplot as plt
+
+    summary = result["summary"]
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    curve = summary["curve"]
+    ax.plot(curve["G"], curve["plug_in"], "-", label="predicted, plug-in mean of p̂^G+(1−p̂)^G")
+    unb = [(G, v) for G, v in zip(curve["G"], curve["unbiased"], strict=True) if v is not None]
+    ax.plot([g for g, _ in unb], [v for _, v in unb], "--",
+            label="predicted, unbiased C(k,G)/C(n,G)")
+    chk = summary["check"]
+    if chk:
+        ax.errorbar([c["G"] for c in chk], [c["observed"] for c in chk],
+                    yerr=[2 * c["observed_se"] for c in chk], fmt="o", color="k", capsize=3,
+                    label="observed in held-out half (±2 s.e.)")
+        ax.plot([c["G"] for c in chk], [c["predicted_unbiased"] for c in chk], "x", color="C3",
+                label="predicted from the other half (unbiased)")
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("group size G")
+    ax.set_ylabel("P(zero gradient)")
+    ax.set_title("Dead groups implied by the measured pass rates")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot(result: dict, out_dir: str) -> list[str]:
+    """Write ``pass_rates.{png,svg}`` and ``zero_gradient.{png,svg}``; return the paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from grpolab.labs.sweep.report import save_figure
+
+    paths = []
+    for name, make in (("pass_rates", pass_rate_figure), ("zero_gradient", zero_gradient_figure)):
+        paths += save_figure(make(result), out_dir, name, dpi=120)
+    return paths
+
+
+def _write_atomic(path: str, obj) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1)
+    os.replace(tmp, path)
+
+
+def _provenance(device) -> dict:
+    from grpolab import __version__
+    from grpolab.grpo.loop import device_name, git_commit
+
+    return {"grpolab_version": __version__, "git_commit": git_commit(),
+            "device": device_name(device)}
+
+
+def committed_results(name: str = "smollm2-pass-rates") -> dict:
+    """The committed result file ``labs/results/<name>/pass_rates.json`` of this checkout
+    (the book reads it; it never measures at build time)."""
+    from pathlib import Path
+
+    from grpolab._paths import checkout_root
+
+    candidates = [checkout_root(), *Path.cwd().resolve().parents, Path.cwd().resolve()]
+    for root in candidates:
+        path = root / "labs" / "results" / name / RESULTS_FILE
+        if path.is_file():
+            with open(path) as f:
+                result = json.load(f)
+            times = path.parent / "load_times.json"  # python -m grpolab.models.smollm2 --time-loads
+            if times.is_file():
+                with open(times) as f:
+                    result["load_times"] = json.load(f)
+            return result
+    raise FileNotFoundError(f"no labs/results/{name}/{RESULTS_FILE} above {Path.cwd()}; "
+                            f"reproduce it with: {REPRODUCE}")
+
+
+REPRODUCE = "python -m grpolab.labs.pass_rates.run --out labs/results/smollm2-pass-rates"
+
+
+def load_model(name: str, device=None):
+    """``(model, tokenizer)`` for ``"smollm2"`` or any hub id / local path."""
+    if name == "smollm2":
+        from grpolab.models.smollm2 import load_smollm2
+
+        return load_smollm2(device=device)
+    from grpolab.models.tiny import load_causal_lm
+
+    return load_causal_lm(name, device=device)
+
+
+def run(config: PassRateConfig, out_dir: str, *, device=None, progress: bool = True,
+        model_and_tokenizer=None, make_plots: bool = True) -> dict:
+    """Measure, summarise, plot; resumable. Returns the full result (config, provenance,
+    records, summary), which is also written to ``out_dir/pass_rates.json``."""
+    from grpolab.tasks.arithmetic import get_task
+
+    config.validate()
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, RESULTS_FILE)
+    cfg = json.loads(json.dumps(asdict(config)))  # tuples → lists, as stored
+    done: list = []
+    if os.path.exists(path):
+        with open(path) as f:
+            previous = json.load(f)
+        if previous.get("config") != cfg:
+            raise ValueError(f"{path} holds results of a different configuration; "
+                             "use a new --out directory or delete it")
+        done = previous.get("records", [])
+    task = get_task(config.task, **config.task_kwargs)
+    prompts = select_prompts(task, config)
+    if model_and_tokenizer is None:
+        model, tokenizer = load_model(config.model, device)
+    else:
+        model, tokenizer = model_and_tokenizer
+    dev = next(model.parameters()).device
+    base = {"config": cfg, **_provenance(dev)}
+
+    def save(records):
+        _write_atomic(path, {**base, "records": records, "finished": False})
+
+    records = measure(model, tokenizer, task, prompts, config, done=done, on_record=save,
+                      progress=progress)
+    result = {**base, "records": records,
+              "summary": summarize(records, check_Gs=config.check_Gs), "finished": True}
+    _write_atomic(path, result)
+    if make_plots:
+        plot(result, out_dir)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m grpolab.labs.pass_rates.run``: measure, save JSON and plots, print a summary."""
+    ap = argparse.ArgumentParser(
+        prog="python -m grpolab.labs.pass_rates.run", description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    d = PassRateConfig()
+    ap.add_argument("--out", required=True, help="output directory (resumable)")
+    ap.add_argument("--model", default=d.model)
+    ap.add_argument("--prompts-per-level", type=int, default=d.prompts_per_level)
+    ap.add_argument("--samples", type=int, default=d.samples, help="n completions per prompt")
+    ap.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens)
+    ap.add_argument("--temperature", type=float, default=d.temperature)
+    ap.add_argument("--seed", type=int, default=d.seed)
+    ap.add_argument("--split", default=d.split, choices=("eval", "train"))
+    ap.add_argument("--device", default=None, help="cpu, cuda (default: CUDA when available)")
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    args = ap.parse_args(argv)
+    try:
+        import torch
+
+        torch.set_num_threads(args.threads)
+        config = PassRateConfig(model=args.model, prompts_per_level=args.prompts_per_level,
+                                samples=args.samples, max_new_tokens=args.max_new_tokens,
+                                temperature=args.temperature, seed=args.seed, split=args.split)
+        result = run(config, args.out, device=args.device)
+    except (ValueError, FileNotFoundError, ImportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished prompts are saved; rerun the same command to resume",
+              file=sys.stderr)
+        return 130
+    s = result["summary"]
+    print(f"{s['prompts']} prompts x {s['samples']} samples in {s['seconds']:.0f} s: "
+          f"mean pass rate {s['pass_rate_mean']:.3f}, never solved {s['fraction_never']:.2f}, "
+          f"always solved {s['fraction_always']:.2f}")
+    for c in s["check"]:
+        print(f"  G={c['G']:>2}: observed zero-variance {c['observed']:.3f} "
+              f"(held-out half, {c['groups']} groups), predicted {c['predicted_unbiased']:.3f} "
+              f"(unbiased) / {c['predicted_plug_in']:.3f} (plug-in)")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,297 @@
+"""The remedy labs: the 8 items (arms × seeds of lab configs), their probes, the runner.
+
+One job: say what each lab of book/labs/03-remedies.md trains (:data:`ITEMS`) and run it,
+resumably, with :func:`grpolab.labs.remedies.run.run_lab`. Identical configs across items are
+trained once and shared through a pool keyed by :func:`config_key`.
+
+Results layout of ``grpolab remedies --item NAME --out DIR``::
+
+    DIR/item.json                     the item: arms, seeds, budget, version, commit, device
+    DIR/runs/<arm>/seed<s>/           log.jsonl + summary.json (present = finished; skipped)
+    DIR/probe.json                    sampling-only measurements (items that have them)
+    DIR/results.json                  per-arm means and seed spreads, the verdict inputs
+    DIR/*.png, DIR/*.svg              the item's plot
+
+``results.json`` and the plots are written by :mod:`grpolab.labs.remedies.report`.
+
+Derived in: book/labs/03-remedies.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, is_dataclass, replace
+
+import numpy as np
+import torch
+
+from grpolab import theory
+from grpolab.advantages import group_advantages
+from grpolab.grpo.rollout import sample
+from grpolab.labs.remedies import strategies as remedies
+from grpolab.labs.remedies.report import aggregate_item
+from grpolab.labs.remedies.run import LabConfig, make_task, run_lab
+
+__all__ = ["Item", "ITEMS", "config_key", "run_item", "run_probe", "task_kwargs_of"]
+
+
+# ----------------------------------------------------------------------------- items
+@dataclass
+class Item:
+    """A lab: named arms (LabConfig overrides) × seeds, plus an optional sampling probe."""
+
+    name: str
+    title: str
+    arms: dict[str, dict]
+    base: dict = field(default_factory=dict)
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    probe: Callable | None = None  # probe(model, tokenizer, task, prompts, census) -> dict
+
+    def config(self, arm: str, seed: int, **overrides) -> LabConfig:
+        d = {**self.base, **self.arms[arm], **overrides, "seed": seed}
+        return LabConfig(**d).validate()
+
+
+def _probe_temperature(model, tokenizer, task, prompts, census, *, seed: int = 0,
+                       n_prompts: int = 32, n: int = 32) -> dict:
+    """Sampling only, from the warm start, for every (temperature, G): distinct completions
+    per group and the zero-variance fraction, next to its prediction.
+
+    For each temperature, ``n`` completions of the same ``n_prompts`` training prompts are
+    drawn twice. The first draw estimates each prompt's pass rate and gives the prediction,
+    the unbiased estimate of p^G + (1 − p)^G, C(k, G)/C(n, G) + C(n − k, G)/C(n, G)
+    (:func:`grpolab.theory.unbiased_zero_gradient_estimate`). The second, independent draw
+    is cut into n/G disjoint groups of G per prompt, which gives the observed fractions.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    sub = [prompts[i] for i in rng.choice(len(prompts), size=min(n_prompts, len(prompts)),
+                                          replace=False)]
+    rows = []
+    for T in (0.2, 0.7, 1.0, 1.3):
+        draws = []
+        for _ in range(2):
+            r = sample(model, tokenizer, [p.text for p in sub], n, temperature=T,
+                       max_new_tokens=6, generator=gen)
+            rw = np.array([task.reward(sub[j // n], t) for j, t in enumerate(r.texts)])
+            draws.append((rw.reshape(len(sub), n), np.array(r.texts).reshape(len(sub), n)))
+        k = draws[0][0].sum(1).astype(int)
+        rw2, texts2 = draws[1]
+        for G in (2, 4, 8, 16, 32):
+            if n % G:
+                continue
+            groups = rw2.reshape(-1, G)
+            tgroups = texts2.reshape(-1, G)
+            predicted = np.asarray(theory.unbiased_zero_gradient_estimate(
+                k, np.full_like(k, n), G))
+            rows.append({
+                "temperature": T, "G": G, "prompts": len(sub), "groups": int(groups.shape[0]),
+                "distinct_mean": float(np.mean([len({t.strip() for t in g}) for g in tgroups])),
+                "zero_variance_observed": float((~remedies.informative_groups(groups)).mean()),
+                "zero_variance_predicted": float(predicted.mean()),
+                "reward_mean": float(rw2.mean())})
+    return {"rows": rows}
+
+
+def _probe_card_rule(model, tokenizer, task, prompts, census, *, seed: int = 0,
+                     steps: int = 30, window: int = 10) -> dict:
+    """The card's "double G if reward variance > 0.8, halve if < 0.2", driven by the warm
+    start's real rewards (no training): binary, partial-credit, partial-credit × 4 (an
+    unbounded-scale reward model stand-in) and the variance of group-normalised advantages."""
+    from grpolab.tasks.arithmetic import PartialCreditArithmeticTask
+
+    partial = PartialCreditArithmeticTask(**task_kwargs_of(task))
+    gen = torch.Generator().manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    kinds = {
+        "binary": lambda p, t: task.reward(p, t),
+        "partial": lambda p, t: partial.reward(p, t),
+        "partial_x4": lambda p, t: 4.0 * partial.reward(p, t),
+        "normalized_advantage": None,  # variance of A = (r − mean)/std from binary rewards
+    }
+    out = {}
+    for kind, fn in kinds.items():
+        G, hist, traj = 8, [], []
+        for _ in range(steps):
+            B = max(1, 64 // G)
+            sub = [prompts[i] for i in rng.choice(len(prompts), size=B, replace=False)]
+            r = sample(model, tokenizer, [p.text for p in sub], G, max_new_tokens=6,
+                       generator=gen)
+            if fn is None:
+                rw = np.array([task.reward(sub[j // G], t) for j, t in enumerate(r.texts)])
+                vals = np.asarray(group_advantages(rw, G))
+            else:
+                vals = np.array([fn(sub[j // G], t) for j, t in enumerate(r.texts)])
+            hist.append(float(vals.var()))
+            v = float(np.mean(hist[-window:]))
+            new_G = remedies.card_variance_rule(G, v)
+            traj.append({"G": G, "variance": v, "completions": B * G})
+            G = new_G
+        out[kind] = {"trajectory": traj,
+                     "doubled": sum(b["G"] > a["G"] for a, b in zip(traj, traj[1:], strict=False)),
+                     "halved": sum(b["G"] < a["G"] for a, b in zip(traj, traj[1:], strict=False)),
+                     "final_G": traj[-1]["G"], "max_variance": max(t["variance"] for t in traj)}
+    return out
+
+
+def task_kwargs_of(task) -> dict:
+    """The constructor arguments of an ArithmeticTask (to rebuild it with another reward)."""
+    base = getattr(task, "base", task)
+    return dict(digits=base.digits, operands=base.operands, ops=base.ops,
+                n_train=len(base.train_prompts), n_eval=len(base.eval_prompts), seed=base.seed)
+
+
+_BUDGET = 5120  # 80 steps of 64 completions
+_HARD = {"train_difficulties": [3]}
+ITEMS: dict[str, Item] = {
+    "dynamic-sampling": Item(
+        "dynamic-sampling", "Dynamic sampling (DAPO) at a fixed completion budget",
+        arms={"baseline": {}, "dynamic": {"remedy": "dynamic_sampling"},
+              "hard-baseline": dict(_HARD),
+              "hard-dynamic": {**_HARD, "remedy": "dynamic_sampling"}}),
+    "difficulty": Item(
+        "difficulty", "Difficulty band filter and curriculum at a fixed budget",
+        arms={"uniform": {}, "band": {"remedy": "band"}, "curriculum": {"remedy": "curriculum"}}),
+    "adaptive-g": Item(
+        "adaptive-g", "Adaptive G: the card's per-prompt rule, a signal target, a budget split",
+        arms={"fixed-G8": {}, "card-rule": {"remedy": "adaptive_g_card"},
+              "signal-target": {"remedy": "adaptive_g_signal"},
+              "allocate": {"remedy": "allocate"}},
+        probe=_probe_card_rule),
+    "temperature": Item(
+        "temperature", "Temperature × G",
+        arms={f"T{T}-G{G}": {"temperature": T, "num_generations": G, "prompts_per_step": 64 // G}
+              for G in (8, 32) for T in (0.2, 0.7, 1.0, 1.3)},
+        probe=_probe_temperature),
+    "beta": Item(
+        "beta", "β × G",
+        arms={f"beta{b}-G{G}": {"beta": b, "num_generations": G, "prompts_per_step": 64 // G}
+              for G in (4, 16) for b in (0.0, 0.01, 0.05, 0.1)}),
+    "rewards": Item(
+        "rewards", "Reward granularity, normalization conventions, noisy rewards",
+        arms={"binary-std": {}, "binary-mean-only": {"scale_rewards": "none"},
+              "binary-loo": {"advantage_baseline": "leave_one_out"},
+              "binary-ddof0": {"advantage_ddof": 0},
+              "partial-std": {"reward": "partial"},
+              **{f"noisy-G{G}": {"reward": "noisy", "noise_q": 0.2, "num_generations": G,
+                                 "prompts_per_step": 64 // G} for G in (4, 8, 32)}},
+        seeds=[0, 1, 2, 3, 4]),
+    "length-bias": Item(
+        "length-bias", "Length-biased reward: G and loss aggregation",
+        arms={f"{lt}-G{G}": {"reward": "length_long", "loss_type": lt, "num_generations": G,
+                             "prompts_per_step": 64 // G}
+              for lt in ("grpo", "dapo", "dr_grpo") for G in (4, 16)}),
+    "prompts-x-g": Item(
+        "prompts-x-g", "Prompts × G at a fixed budget of 64 completions per step",
+        arms={f"B{64 // G}-G{G}": {"num_generations": G, "prompts_per_step": 64 // G}
+              for G in (2, 4, 8, 16, 32)},
+        seeds=[0, 1, 2, 3, 4]),
+}
+for _item in ITEMS.values():
+    _item.base.setdefault("completion_budget", _BUDGET)
+
+
+def config_key(config: LabConfig) -> str:
+    """A hash of everything that determines a run: identical configs in different items
+    (every item's plain G = 8 arm, say) are trained once and shared through the pool."""
+    import hashlib
+
+    blob = json.dumps(config.to_dict(), sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _copy_run(src: str, dst: str, extra: dict) -> None:
+    """Copy a finished run (log, then summary last) and relabel it for its new item/arm."""
+    from grpolab.grpo.loop import write_json_atomic
+
+    os.makedirs(dst, exist_ok=True)
+    with open(os.path.join(src, "log.jsonl")) as f:
+        log = f.read()
+    tmp = os.path.join(dst, f"log.jsonl.tmp-{os.getpid()}")
+    with open(tmp, "w") as f:
+        f.write(log)
+    os.replace(tmp, os.path.join(dst, "log.jsonl"))
+    with open(os.path.join(src, "summary.json")) as f:
+        summary = json.load(f)
+    summary.update(extra)
+    write_json_atomic(os.path.join(dst, "summary.json"), summary)
+
+
+def run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = None,
+             arms: list[str] | None = None, budget: int | None = None,
+             cache_dir: str | None = None, pool_dir: str | None = None,
+             progress: bool = True, log=print) -> dict:
+    """Run (or resume) every arm × seed of item ``name`` into ``out``; aggregate.
+
+    ``pool_dir`` (default ``out/../_pool``) holds every finished run under its
+    :func:`config_key`; a run whose config is already there is copied, not retrained.
+    """
+    from grpolab import __version__
+    from grpolab.grpo.loop import device_name, git_commit, write_json_atomic
+
+    if name not in ITEMS:
+        raise ValueError(f"item must be one of {', '.join(ITEMS)}; got {name!r}")
+    item = ITEMS[name]
+    seeds = list(item.seeds if seeds is None else seeds)
+    arms = list(item.arms if arms is None else arms)
+    for a in arms:
+        if a not in item.arms:
+            raise ValueError(f"arm must be one of {', '.join(item.arms)}; got {a!r}")
+    over = {"completion_budget": budget} if budget else {}
+    configs = {(a, s): item.config(a, s, **over) for a in arms for s in seeds}  # validates all
+    out = os.fspath(out)
+    os.makedirs(out, exist_ok=True)
+    cache_dir = cache_dir or os.path.join(out, "cache")
+    write_json_atomic(os.path.join(out, "item.json"), {
+        "item": name, "title": item.title, "arms": {a: item.arms[a] for a in arms},
+        "base": {k: asdict(v) if is_dataclass(v) else v for k, v in item.base.items()},
+        "seeds": seeds, "budget_override": budget,
+        "grpolab_version": __version__, "git_commit": git_commit(),
+        "device": device_name(torch.device("cpu")), "torch_threads": torch.get_num_threads()})
+    if item.probe is not None and not os.path.isfile(os.path.join(out, "probe.json")):
+        run_probe(name, out, cache_dir=cache_dir, log=log)
+    pool_dir = pool_dir or os.path.join(os.path.dirname(os.path.abspath(out)), "_pool")
+    for (a, s), cfg in configs.items():
+        run_dir = os.path.join(out, "runs", a, f"seed{s}")
+        if os.path.isfile(os.path.join(run_dir, "summary.json")):
+            continue
+        pooled = os.path.join(pool_dir, config_key(cfg))
+        if os.path.isfile(os.path.join(pooled, "summary.json")):
+            _copy_run(pooled, run_dir, {"item": name, "arm": a})
+            log(f"{name} {a} seed={s}: same config already trained, copied from {pooled}")
+            continue
+        summ = run_lab(cfg, run_dir, cache_dir=cache_dir, progress=progress,
+                       extra={"item": name, "arm": a})
+        _copy_run(run_dir, pooled, {})
+        log(f"{name} {a} seed={s}: accuracy {summ['initial_accuracy']:.3f} -> "
+            f"{summ['final_accuracy']:.3f}, {summ['completions']} completions, "
+            f"{summ['seconds']:.0f} s")
+    return aggregate_item(out)
+
+
+def run_probe(name: str, out: str | os.PathLike, *, cache_dir: str | None = None,
+              log=print) -> dict:
+    """Run an item's sampling-only probe from the warm start into ``out/probe.json``."""
+    from grpolab.grpo.loop import GRPOConfig, load_policy, write_json_atomic
+
+    item = ITEMS[name]
+    if item.probe is None:
+        raise ValueError(f"item {name!r} has no probe")
+    out = os.fspath(out)
+    os.makedirs(out, exist_ok=True)
+    cfg = item.config(next(iter(item.arms)), item.seeds[0])
+    cache_dir = cache_dir or os.path.join(out, "cache")
+    model, tok, _ = load_policy(GRPOConfig(warmstart=cfg.warmstart, device=cfg.device),
+                                cache_dir, torch.device(cfg.device), False)
+    task = make_task(replace(cfg, reward="task"))
+    prompts = [p for p in task.train_prompts if p.difficulty in set(cfg.train_difficulties)]
+    prompts = prompts[:cfg.max_train_prompts]
+    t0 = time.time()
+    probe = item.probe(model, tok, task, prompts, None)
+    probe["seconds"] = time.time() - t0
+    write_json_atomic(os.path.join(out, "probe.json"), probe)
+    log(f"{name}: probe done in {probe['seconds']:.0f} s")
+    return probe

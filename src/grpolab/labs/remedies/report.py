@@ -1,0 +1,397 @@
+"""The remedy labs' results: aggregation, theory next to measurement, plots, book helpers.
+
+One job: turn an item's finished runs (written by :mod:`grpolab.labs.remedies.items`) into the
+small committed ``results.json`` and plots, and show them in the book: tables of mean ± sd
+over seeds, differences against seed noise, and the command that reproduces each item.
+
+Derived in: book/labs/03-remedies.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+
+from grpolab import theory
+from grpolab.labs.remedies import strategies as remedies
+from grpolab.labs.remedies.run import LabConfig
+
+__all__ = ["aggregate_item", "dynamic_sampling_theory", "SIDE_METRIC", "plot_item",
+           "results_root", "load_results", "arm_table", "compare", "publish",
+           "reproduce_command", "display_item", "table_html", "show_table"]
+
+
+# ----------------------------------------------------------------------------- aggregation
+def _mean_sd(v: list[float]) -> dict:
+    v = [x for x in v if x is not None]
+    if not v:
+        return {"mean": None, "sd": None, "n": 0}
+    return {"mean": float(np.mean(v)), "sd": float(np.std(v, ddof=1)) if len(v) > 1 else None,
+            "n": len(v), "values": [float(x) for x in v]}
+
+
+def aggregate_item(out: str | os.PathLike) -> dict:
+    """Per-arm means and seed standard deviations of every summary metric into
+    ``results.json`` (small; committed), plus accuracy-vs-completions curves per arm."""
+    from grpolab.grpo.loop import write_json_atomic
+
+    out = os.fspath(out)
+    with open(os.path.join(out, "item.json")) as f:
+        meta = json.load(f)
+    metrics = ("final_accuracy", "initial_accuracy", "final_sampled_accuracy",
+               "informative_per_1k_completions", "informative_groups_used", "groups_used",
+               "completions", "cap_hits", "final_completion_length",
+               "initial_completion_length", "final_kl", "final_kl_to_warm_start", "steps",
+               "steps_without_update",
+               "seconds", "curriculum_open_levels")
+    arms = {}
+    for arm in meta["arms"]:
+        sums, curves = [], []
+        for s in meta["seeds"]:
+            d = os.path.join(out, "runs", arm, f"seed{s}")
+            if not os.path.isfile(os.path.join(d, "summary.json")):
+                continue
+            with open(os.path.join(d, "summary.json")) as f:
+                sums.append(json.load(f))
+            with open(os.path.join(d, "log.jsonl")) as f:
+                evals = [r for r in map(json.loads, f) if "eval_greedy_accuracy" in r]
+            curve = [(r["completions"], r["eval_greedy_accuracy"]) for r in evals]
+            initial_by_difficulty = evals[0]["eval_greedy_accuracy_by_difficulty"]
+            curves.append({"seed": s, "completions": [c for c, _ in curve],
+                           "accuracy": [a for _, a in curve]})
+        if not sums:
+            continue
+        arms[arm] = {m: _mean_sd([x.get(m) for x in sums]) for m in metrics}
+        arms[arm]["curves"] = curves
+        # learning speed per completion: accuracy at the first evaluation after the start,
+        # and the mean accuracy over the evaluations after the start (area under the curve)
+        arms[arm]["early_accuracy"] = _mean_sd([c["accuracy"][1] for c in curves
+                                                if len(c["accuracy"]) > 1])
+        arms[arm]["accuracy_auc"] = _mean_sd([float(np.mean(c["accuracy"][1:])) for c in curves
+                                              if len(c["accuracy"]) > 1])
+        gain = [x["final_accuracy"] - x["initial_accuracy"] for x in sums]
+        arms[arm]["accuracy_gain"] = _mean_sd(gain)
+        bydiff: dict[str, list[float]] = {}
+        for x in sums:
+            for k, v in x["final_accuracy_by_difficulty"].items():
+                bydiff.setdefault(k, []).append(v)
+        arms[arm]["final_accuracy_by_difficulty"] = {k: _mean_sd(v) for k, v in bydiff.items()}
+        arms[arm]["initial_accuracy_by_difficulty"] = initial_by_difficulty
+    results = {**meta, "results": arms}
+    probe_path = os.path.join(out, "probe.json")
+    if os.path.isfile(probe_path):
+        with open(probe_path) as f:
+            results["probe"] = json.load(f)
+    if meta["item"] == "dynamic-sampling":
+        results["theory"] = dynamic_sampling_theory(out, arms)
+    write_json_atomic(os.path.join(out, "results.json"), results)
+    return results
+
+
+def dynamic_sampling_theory(out: str, arms: dict) -> dict:
+    """Theory next to measurement for the dynamic sampler, step by step.
+
+    Before each step the run logs q = mean over training prompts of 1 − p̂^G − (1 − p̂)^G
+    from the running pass-rate estimates. A uniformly drawn group is informative with
+    probability q, independently of the others, so the number of informative groups in a
+    generation batch of b groups is Binomial(b, q). The theory functions take a single pass
+    rate, so q is mapped to the p ≤ 1/2 with the same informative probability
+    (:func:`grpolab.labs.remedies.strategies.pass_rate_for_informative`) and the predictions are
+    E[completions] = G·B/q (group by group, uncapped), E[generation batches] (whole batches
+    of B groups, as the sampler draws them; cost B·G·E[batches]) and P(hit the cap).
+    """
+    found = {}
+    for arm in ("dynamic", "hard-dynamic"):
+        root = os.path.join(out, "runs", arm)
+        if os.path.isdir(root):
+            found[arm] = {"per_seed": _dynamic_sampling_theory_rows(root)}
+    return found
+
+
+def _capped_batches(p: float, G: int, B: int, cap: int) -> float:
+    """E[min(K, cap)] = Σ_{j=0}^{cap−1} P(K > j), with P(K > j) the probability that j
+    generation batches of B groups hold fewer than B informative groups."""
+    return 1.0 + sum(float(theory.dynamic_sampling_cap_probability(p, G, B, B, j))
+                     for j in range(1, cap))
+
+
+def _dynamic_sampling_theory_rows(root: str) -> list[dict]:
+    rows = []
+    for s in sorted(os.listdir(root)):
+        path = os.path.join(root, s, "summary.json")
+        if not os.path.isfile(path):
+            continue
+        with open(path) as f:
+            cfg = LabConfig.from_dict(json.load(f)["config"])
+        G, B = cfg.num_generations, cfg.prompts_per_step
+        with open(os.path.join(root, s, "log.jsonl")) as f:
+            recs = [r for r in map(json.loads, f) if "generation_batches" in r]
+        pred_c, pred_b, pred_cap = [], [], []
+        for r in recs:
+            p = remedies.pass_rate_for_informative(r["q_predicted"], G)
+            pred_c.append(float(theory.dynamic_sampling_expected_completions(p, G, B)))
+            pred_b.append(float(theory.dynamic_sampling_expected_batches(p, G, B, B)))
+            pred_cap.append(float(theory.dynamic_sampling_cap_probability(
+                p, G, B, B, cfg.max_batches)))
+        q_obs = (sum(r["informative_generated"] for r in recs)
+                 / max(1, sum(r["groups_generated"] for r in recs)))
+        p_obs = remedies.pass_rate_for_informative(min(max(q_obs, 1e-9), 1.0), G)
+        batches_obs_q = _capped_batches(p_obs, G, B, cfg.max_batches)
+        rows.append({
+            "seed": s, "steps": len(recs),
+            # the same formulas, capped at max_batches, at the informative fraction observed
+            "generation_batches_predicted_from_observed_q": batches_obs_q,
+            "completions_per_step_predicted_from_observed_q": float(B * G * batches_obs_q),
+            "cap_hit_probability_predicted_from_observed_q": float(
+                theory.dynamic_sampling_cap_probability(p_obs, G, B, B, cfg.max_batches)),
+            "q_predicted_mean": float(np.mean([r["q_predicted"] for r in recs])),
+            "informative_fraction_observed": float(
+                sum(r["informative_generated"] for r in recs)
+                / max(1, sum(r["groups_generated"] for r in recs))),
+            "generation_batches_observed": float(np.mean([r["generation_batches"] for r in recs])),
+            "generation_batches_predicted_uncapped": float(np.mean(pred_b)),
+            "completions_per_step_observed": float(np.mean([r["completions_step"] for r in recs])),
+            "completions_per_step_predicted_uncapped": float(np.mean(pred_c)),
+            # the sampler draws whole generation batches of B groups: cost = B·G·E[batches]
+            "completions_per_step_predicted_batched": float(B * G * np.mean(pred_b)),
+            "cap_hit_fraction_observed": float(np.mean([r["hit_cap"] for r in recs])),
+            "cap_hit_probability_predicted": float(np.mean(pred_cap)),
+        })
+    return rows
+
+
+# ----------------------------------------------------------------------------- plots
+# The per-item metric shown next to accuracy (the thing the remedy is supposed to change).
+SIDE_METRIC = {
+    "dynamic-sampling": ("informative_per_1k_completions", "informative groups / 1k completions"),
+    "difficulty": ("informative_per_1k_completions", "informative groups / 1k completions"),
+    "adaptive-g": ("informative_per_1k_completions", "informative groups / 1k completions"),
+    "temperature": ("informative_per_1k_completions", "informative groups / 1k completions"),
+    "beta": ("final_kl_to_warm_start", "KL to the warm start at the end (k3)"),
+    "rewards": ("informative_per_1k_completions", "informative groups / 1k completions"),
+    "length-bias": ("final_completion_length", "completion length (tokens, incl. EOS)"),
+    "prompts-x-g": ("informative_per_1k_completions", "informative groups / 1k completions"),
+}
+
+
+def plot_item(out: str | os.PathLike) -> list[str]:
+    """``results.png``/``.svg``: accuracy vs completions per arm (mean, min–max band over
+    seeds), final accuracy per arm with every seed as a dot, and the item's side metric.
+    Items with a sampling probe get ``probe.png``/``.svg`` too. Returns the paths written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from grpolab.labs.sweep.report import save_figure
+
+    out = os.fspath(out)
+    with open(os.path.join(out, "results.json")) as f:
+        res = json.load(f)
+    arms = res["results"]
+    names = list(arms)
+    cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    ax = axes[0]
+    for k, a in enumerate(names):
+        curves = arms[a]["curves"]
+        n = min(len(c["accuracy"]) for c in curves)
+        x = np.array(curves[0]["completions"][:n])
+        y = np.array([c["accuracy"][:n] for c in curves])
+        ax.plot(x, y.mean(0), color=cmap(k), label=a)
+        ax.fill_between(x, y.min(0), y.max(0), color=cmap(k), alpha=0.15)
+    ax.set_xlabel("completions generated")
+    ax.set_ylabel("held-out greedy accuracy")
+    ax.set_title("accuracy vs completions (band: min–max over seeds)")
+    ax.legend(fontsize=7)
+    for j, (metric, label) in enumerate([("final_accuracy", "final held-out accuracy"),
+                                         SIDE_METRIC.get(res["item"],
+                                                         ("final_kl", "final KL"))]):
+        ax = axes[j + 1]
+        for k, a in enumerate(names):
+            st = arms[a].get(metric) or {}
+            if st.get("mean") is None:
+                continue
+            ax.bar(k, st["mean"], color=cmap(k), alpha=0.6)
+            ax.scatter([k] * len(st.get("values", [])), st.get("values", []), color="k", s=10)
+        ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=7)
+        ax.set_ylabel(label)
+        if metric == "final_accuracy":  # each arm's own warm-start accuracy, as a tick
+            for k, a in enumerate(names):
+                init = arms[a]["initial_accuracy"]["mean"]
+                if init is not None:
+                    ax.hlines(init, k - 0.4, k + 0.4, color="gray", ls="--",
+                              label="warm start" if k == 0 else None)
+            ax.legend(fontsize=7)
+    fig.suptitle(f"{res['title']} (tiny model, {len(res['seeds'])} seeds)")
+    fig.tight_layout()
+    paths = save_figure(fig, out, "results")
+    probe = res.get("probe")
+    if probe and "rows" in probe:  # temperature × G, sampling only
+        rows = probe["rows"]
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        for T in sorted({r["temperature"] for r in rows}):
+            rr = [r for r in rows if r["temperature"] == T]
+            axes[0].plot([r["G"] for r in rr], [r["distinct_mean"] / r["G"] for r in rr],
+                         marker="o", label=f"T={T}")
+            line, = axes[1].plot([r["G"] for r in rr], [r["zero_variance_observed"] for r in rr],
+                                 marker="o", label=f"T={T} observed")
+            if "zero_variance_predicted" in rr[0]:
+                axes[1].plot([r["G"] for r in rr], [r["zero_variance_predicted"] for r in rr],
+                             ls="--", color=line.get_color(), label=f"T={T} predicted")
+        for ax in axes:
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("G")
+            ax.legend(fontsize=7)
+        axes[0].set_ylabel("distinct completions / G")
+        axes[1].set_ylabel("zero-variance fraction")
+        fig.suptitle("warm start, sampling only")
+        fig.tight_layout()
+        paths += save_figure(fig, out, "probe")
+    elif probe and "binary" in probe:  # the card's variance rule
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for kind, d in probe.items():
+            if not isinstance(d, dict) or "trajectory" not in d:
+                continue
+            ax.plot([t["G"] for t in d["trajectory"]], marker=".", label=kind)
+        ax.set_yscale("log", base=2)
+        ax.set_xlabel("step")
+        ax.set_ylabel("G chosen by the card's rule")
+        ax.legend(fontsize=7)
+        ax.set_title("'double if variance > 0.8, halve if < 0.2'")
+        fig.tight_layout()
+        paths += save_figure(fig, out, "probe")
+    return paths
+
+
+# ----------------------------------------------------------------------------- book helpers
+def results_root() -> str:
+    """Where the committed remedy results live: ``$GRPOLAB_REMEDY_RESULTS``, else the first
+    ``labs/results/remedies`` found walking up from the working directory, else the one
+    next to the package's source checkout."""
+    env = os.environ.get("GRPOLAB_REMEDY_RESULTS")
+    if env:
+        return env
+    here = os.path.abspath(os.getcwd())
+    while True:
+        cand = os.path.join(here, "labs", "results", "remedies")
+        if os.path.isdir(cand):
+            return cand
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    from grpolab._paths import checkout_root
+
+    return os.path.join(checkout_root(), "labs", "results", "remedies")
+
+
+def load_results(item: str, root: str | None = None) -> dict | None:
+    """The committed ``results.json`` of an item, or None when it has not been measured."""
+    path = os.path.join(root or results_root(), item, "results.json")
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def _fmt(st: dict | None, digits: int = 3) -> str:
+    if not st or st.get("mean") is None:
+        return "–"
+    sd = f" ± {st['sd']:.{digits}f}" if st.get("sd") is not None else ""
+    return f"{st['mean']:.{digits}f}{sd}"
+
+
+def arm_table(results: dict, metrics: dict[str, str] | None = None, digits: int = 3) -> str:
+    """A Markdown table: one row per arm, mean ± sd over seeds of each metric."""
+    metrics = metrics or {"final_accuracy": "final accuracy",
+                          "accuracy_gain": "gain over warm start",
+                          "informative_per_1k_completions": "informative groups / 1k"}
+    head = "| arm | seeds | " + " | ".join(metrics.values()) + " |"
+    sep = "|---" * (len(metrics) + 2) + "|"
+    rows = [head, sep]
+    for arm, r in results["results"].items():
+        n = r["final_accuracy"]["n"]
+        rows.append(f"| {arm} | {n} | " + " | ".join(_fmt(r.get(m), digits) for m in metrics)
+                    + " |")
+    return "\n".join(rows)
+
+
+def compare(results: dict, a: str, b: str, metric: str = "final_accuracy") -> dict:
+    """Difference of arm means (a − b) and twice its standard error across seeds
+    (√(s_a²/n_a + s_b²/n_b)); ``within_noise`` when |difference| ≤ 2 SE."""
+    ra, rb = results["results"][a][metric], results["results"][b][metric]
+    diff = ra["mean"] - rb["mean"]
+    if ra.get("sd") is None or rb.get("sd") is None:
+        return {"difference": diff, "two_se": None, "within_noise": None,
+                "text": f"{a} − {b}: {diff:+.3f} (one seed: no noise estimate)"}
+    two_se = 2 * math.sqrt(ra["sd"] ** 2 / ra["n"] + rb["sd"] ** 2 / rb["n"])
+    within = abs(diff) <= two_se
+    return {"difference": diff, "two_se": two_se, "within_noise": within,
+            "text": f"{a} − {b} ({metric}): {diff:+.3f}, 2 SE = {two_se:.3f}: "
+                    + ("within seed noise" if within else "larger than seed noise")}
+
+
+def publish(out: str | os.PathLike, dest: str | os.PathLike) -> list[str]:
+    """Copy the small, committable part of an item's output (``results.json`` and the plots)
+    from ``out`` to ``dest`` (e.g. ``labs/results/remedies/<item>``). Returns the paths."""
+    import shutil
+
+    out, dest = os.fspath(out), os.fspath(dest)
+    os.makedirs(dest, exist_ok=True)
+    copied = []
+    for name in ("results.json", "results.png", "results.svg", "probe.png", "probe.svg"):
+        src = os.path.join(out, name)
+        if os.path.isfile(src):
+            tmp = os.path.join(dest, f".{name}.tmp-{os.getpid()}")
+            shutil.copyfile(src, tmp)
+            os.replace(tmp, os.path.join(dest, name))
+            copied.append(os.path.join(dest, name))
+    return copied
+
+
+def reproduce_command(item: str) -> str:
+    """The shell command that regenerates an item's committed results."""
+    return (f"grpolab remedies --item {item} --out runs/remedies/{item} "
+            f"--cache runs/remedies-cache --publish labs/results/remedies/{item}")
+
+
+def display_item(item: str, metrics: dict[str, str] | None = None, *, plot: str = "results.png",
+                 root: str | None = None) -> dict | None:
+    """For the book: show an item's table (mean ± sd over seeds) and plot, or say plainly
+    that it has not been measured yet and how to measure it. Returns the results or None."""
+    from IPython.display import Image, Markdown, display
+
+    res = load_results(item, root)
+    if res is None:
+        display(Markdown(f"**Not yet measured.** Run `{reproduce_command(item)}`."))
+        return None
+    show_table(arm_table(res, metrics))
+    path = os.path.join(root or results_root(), item, plot)
+    if os.path.isfile(path):
+        display(Image(filename=path))
+    return res
+
+
+def table_html(md: str) -> str:
+    """An HTML table from a pipe table (header, separator, rows): the book's Markdown
+    renderer is CommonMark, which has no tables."""
+    import html
+
+    lines = [ln.strip() for ln in md.strip().splitlines() if ln.strip()]
+    cells = [[html.escape(c.strip()) for c in ln.strip("|").split("|")] for ln in lines]
+    head, body = cells[0], [r for r in cells[2:]]
+    out = ["<table>", "<thead><tr>" + "".join(f"<th>{c}</th>" for c in head) + "</tr></thead>",
+           "<tbody>"]
+    out += ["<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in body]
+    return "\n".join(out + ["</tbody>", "</table>"])
+
+
+def show_table(md: str) -> None:
+    """Display a pipe table as HTML (notebooks and the book)."""
+    from IPython.display import HTML, display
+
+    display(HTML(table_html(md)))

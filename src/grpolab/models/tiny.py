@@ -1,0 +1,132 @@
+"""Models: the embedded tiny causal LM, and a loader for any Hugging Face causal LM.
+
+- :func:`tiny_config` / :func:`build_tiny_model` — a 2-layer GPT-2 (d_model 128, about 0.4M
+  parameters) over the character vocabulary of :class:`grpolab.models.tokenizer.CharTokenizer`.
+  Built from a ``transformers`` config, so it saves and loads as safetensors like any
+  hub model.
+- :func:`load_causal_lm` — model + tokenizer from a hub id or a local directory (ours or
+  anyone's), optionally from a GGUF file, on the device you ask for (default: CUDA when
+  present).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+__all__ = [
+    "tiny_config", "build_tiny_model", "load_causal_lm", "resolve_device", "count_parameters",
+]
+
+
+def resolve_device(device=None):
+    """``None``/``"auto"`` → CUDA when available, else CPU; otherwise ``torch.device(device)``."""
+    import torch
+
+    if device is None or device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def tiny_config(vocab_size: int, *, n_layer: int = 2, n_embd: int = 128, n_head: int = 4,
+                n_positions: int = 64, bos_token_id: int = 1, eos_token_id: int = 2,
+                pad_token_id: int = 0):
+    """The GPT-2 config of the embedded tiny model (dropout off: RL wants a deterministic
+    policy given the parameters, so old and new log-probabilities agree)."""
+    from transformers import GPT2Config
+
+    return GPT2Config(
+        vocab_size=vocab_size, n_positions=n_positions, n_embd=n_embd, n_layer=n_layer,
+        n_head=n_head, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+        bos_token_id=bos_token_id, eos_token_id=eos_token_id, pad_token_id=pad_token_id,
+    )
+
+
+def build_tiny_model(tokenizer=None, *, seed: int = 0, **config_kwargs):
+    """A freshly initialised tiny GPT-2 and its character tokenizer (seeded).
+
+    Returns ``(model, tokenizer)``. ``config_kwargs`` override :func:`tiny_config`
+    (``n_layer``, ``n_embd``, ``n_head``, ``n_positions``).
+    """
+    import torch
+    from transformers import GPT2LMHeadModel
+
+    from grpolab.models.tokenizer import CharTokenizer
+
+    tokenizer = tokenizer or CharTokenizer()
+    config = tiny_config(len(tokenizer), bos_token_id=tokenizer.bos_token_id,
+                         eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id, **config_kwargs)
+    torch.manual_seed(seed)
+    model = GPT2LMHeadModel(config)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model, tokenizer
+
+
+def count_parameters(model) -> int:
+    """Number of parameters (tied embeddings counted once)."""
+    return sum(p.numel() for p in model.parameters())
+
+
+def _load_tokenizer(name_or_path: str, gguf_file: str | None):
+    from transformers import AutoTokenizer
+
+    cfg = os.path.join(name_or_path, "tokenizer_config.json")
+    if os.path.isfile(cfg):
+        with open(cfg, encoding="utf-8") as f:
+            if json.load(f).get("tokenizer_class") == "CharTokenizer":
+                from grpolab.models.tokenizer import CharTokenizer
+
+                return CharTokenizer.from_pretrained(name_or_path)
+    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    return AutoTokenizer.from_pretrained(name_or_path, **kwargs)
+
+
+def load_causal_lm(name_or_path: str, *, gguf_file: str | None = None, device=None, dtype=None):
+    """Load any causal LM and its tokenizer by hub id or local path.
+
+    Args:
+        name_or_path: a hub id (needs network or a populated HF cache) or a directory
+            written by ``save_pretrained`` (grpolab's tiny model included).
+        gguf_file: file name of a GGUF checkpoint inside ``name_or_path`` (transformers
+            dequantises it; needs the ``gguf`` package).
+        device: ``"cpu"``, ``"cuda"``, a ``torch.device``, or ``None``/``"auto"`` for CUDA
+            when available.
+        dtype: a torch dtype or its name (``"float32"``, ``"bfloat16"``); default float32.
+
+    Returns:
+        ``(model, tokenizer)``, the model in eval mode on ``device``. The tokenizer has a
+        pad token (EOS when the checkpoint has none).
+
+    Raises:
+        FileNotFoundError: nothing loadable at ``name_or_path`` (the message says why).
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # one bar per loaded shard is noise in a sweep
+    if not isinstance(name_or_path, str | os.PathLike) or not str(name_or_path):
+        raise ValueError(f"name_or_path must be a hub id or a directory, got {name_or_path!r}")
+    name_or_path = str(name_or_path)
+    if isinstance(dtype, str):
+        if not isinstance(getattr(torch, dtype, None), torch.dtype):
+            raise ValueError(f"dtype must be a torch dtype name such as 'float32', got {dtype!r}")
+        dtype = getattr(torch, dtype)
+    if gguf_file and os.path.isdir(name_or_path) and not os.path.isfile(
+            os.path.join(name_or_path, gguf_file)):
+        raise FileNotFoundError(f"no GGUF file {gguf_file!r} in {name_or_path}")
+    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    try:
+        tokenizer = _load_tokenizer(name_or_path, gguf_file)
+        model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype or torch.float32,
+                                                     **kwargs)
+    except OSError as exc:
+        where = "directory" if os.path.isdir(name_or_path) else "hub id (no network or cache?)"
+        raise FileNotFoundError(
+            f"could not load a causal LM from {where} {name_or_path!r}: {exc}".splitlines()[0]
+        ) from exc
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model.to(resolve_device(device)).eval()
+    return model, tokenizer

@@ -1,0 +1,117 @@
+"""Supervised warm start: teach the tiny model the answer format and *some* arithmetic.
+
+GRPO learns only from groups whose rewards differ, so it needs a policy whose per-prompt
+pass rates p are spread over (0, 1): a random model (p ≈ 0 everywhere) gives all-zero
+groups, a perfect one (p ≈ 1) all-one groups. A short run of next-token cross-entropy on
+``prompt + answer + EOS`` (loss on the answer tokens only) stops while the harder
+prompts are still being learnt, which leaves that spread.
+
+The result is cached with ``save_pretrained`` under a directory named by a hash of
+everything that determines it, so every run of a sweep starts from the same weights and a
+rerun does not train again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+__all__ = ["WarmStartConfig", "warm_start", "supervised_batch"]
+
+
+@dataclass
+class WarmStartConfig:
+    """What determines the warm-start weights (and so the cache key)."""
+
+    task: str = "arithmetic"
+    task_kwargs: dict = field(default_factory=dict)
+    steps: int = 700
+    batch_size: int = 64
+    learning_rate: float = 1e-3
+    seed: int = 0
+    n_layer: int = 2
+    n_embd: int = 128
+    n_head: int = 4
+
+    def key(self) -> str:
+        blob = json.dumps(asdict(self), sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def supervised_batch(tokenizer, prompts, device):
+    """Token ids, attention mask and labels (−100 outside the answer) for prompt + answer + EOS."""
+    texts = [p.text + p.answer for p in prompts]
+    enc = tokenizer(texts, padding=True, return_tensors="pt")
+    ids, mask = enc["input_ids"], enc["attention_mask"]
+    eos = torch.full((ids.shape[0], 1), tokenizer.eos_token_id)
+    ids, mask = torch.cat([ids, eos], 1), torch.cat([mask, torch.ones_like(eos)], 1)
+    labels = torch.full_like(ids, -100)
+    width = ids.shape[1]
+    for row, p in enumerate(prompts):
+        n = len(tokenizer(p.answer)["input_ids"]) + 1  # answer + EOS, right-aligned (left pad)
+        labels[row, width - n:] = ids[row, width - n:]
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    return ids.to(device), mask.to(device), positions.to(device), labels.to(device)
+
+
+def warm_start(config: WarmStartConfig, cache_dir: str | os.PathLike, *, device=None,
+               progress: bool = True):
+    """Return the path of the warm-started model, training and caching it if needed.
+
+    The directory ``cache_dir/warmstart-<hash>`` holds ``model.safetensors``, the tokenizer
+    and ``warmstart.json`` (config, loss curve, seconds). It is written to a temporary
+    directory first and renamed, so an interrupted warm start leaves nothing half-written.
+    """
+    from tqdm.auto import tqdm
+
+    from grpolab.models.tiny import build_tiny_model, resolve_device
+    from grpolab.tasks.arithmetic import get_task
+
+    final = os.path.join(os.fspath(cache_dir), f"warmstart-{config.key()}")
+    if os.path.isfile(os.path.join(final, "warmstart.json")):
+        return final
+    device = resolve_device(device)
+    task = get_task(config.task, **config.task_kwargs)
+    model, tokenizer = build_tiny_model(seed=config.seed, n_layer=config.n_layer,
+                                        n_embd=config.n_embd, n_head=config.n_head)
+    model.to(device).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50))
+    gen = torch.Generator().manual_seed(config.seed)
+    # Tokenize the whole training set once; a step then just indexes rows.
+    all_ids, all_mask, all_pos, all_labels = supervised_batch(tokenizer, task.train_prompts, device)
+    losses = []
+    start = time.time()
+    for _ in tqdm(range(config.steps), desc="warm start", disable=not progress, leave=False):
+        idx = torch.randint(len(task.train_prompts), (config.batch_size,), generator=gen).to(device)
+        logits = model(input_ids=all_ids[idx], attention_mask=all_mask[idx],
+                       position_ids=all_pos[idx]).logits
+        # next-token cross-entropy on the answer tokens (labels −100 elsewhere)
+        loss = torch.nn.functional.cross_entropy(
+            logits[:, :-1].reshape(-1, logits.shape[-1]), all_labels[idx][:, 1:].reshape(-1),
+            ignore_index=-100)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+    model.eval()
+    tmp = f"{final}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    with open(os.path.join(tmp, "warmstart.json"), "w") as f:
+        json.dump({"config": asdict(config), "seconds": time.time() - start,
+                   "loss_every_10_steps": losses[::10], "final_loss": losses[-1]}, f, indent=1)
+    if os.path.isdir(final):  # another process finished first: keep theirs
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        os.replace(tmp, final)
+    return final
