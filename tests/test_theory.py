@@ -193,3 +193,20 @@ def test_bad_beta_and_budget_inputs():
         T.baseline_variance(-1.0, 4)
     with pytest.raises(ValueError, match="probs"):
         T.identical_group_probability([0.5, 0.4], 4)
+
+
+def test_gradient_noise_forms():
+    """G/(G−1) inflation values quoted in theory/02, and G* = √(c₃/c₁) minimises the MSE."""
+    assert T.gradient_variance_inflation(2) == pytest.approx(2.0)
+    assert T.gradient_variance_inflation(8) == pytest.approx(8 / 7)
+    assert T.gradient_variance_inflation([16]) == pytest.approx([16 / 15])
+    with pytest.raises(ValueError, match="G"):
+        T.gradient_variance_inflation(1)
+    c1, c2, c3 = 0.02, 1.0, 2.0
+    N = 1024
+    Gs = np.array([1, 2, 4, 8, 16, 32, 64])
+    mse = T.minibatch_gradient_mse(N // Gs, Gs, c1, c2, c3)
+    assert Gs[np.argmin(mse)] == 8  # G* = √(2/0.02) = 10: the nearest power of two on the grid
+    assert T.optimal_group_size(c1, c3) == pytest.approx(10.0)
+    with pytest.raises(ValueError, match="c1"):
+        T.optimal_group_size(0.0, 1.0)

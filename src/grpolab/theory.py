@@ -42,8 +42,11 @@ __all__ = [
     "empirical_zero_gradient_probability",
     "expected_informative_prompts",
     "fixed_budget_prompts",
+    "gradient_variance_inflation",
     "identical_group_probability",
     "informative_probability",
+    "minibatch_gradient_mse",
+    "optimal_group_size",
     "rloo_scale_factor",
     "sampling_cost",
     "unbiased_zero_gradient_estimate",
@@ -106,6 +109,56 @@ def rloo_scale_factor(G):
     G = as_group_size(G)
     return scalar_or_array((G - 1) / G)
 
+
+
+# --------------------------------------------------------------------------------------
+# Gradient noise: baseline inflation and the fixed-budget G*
+#                                              Derived in: book/theory/02-baseline-variance.md
+# --------------------------------------------------------------------------------------
+def gradient_variance_inflation(G):
+    """Factor by which estimating the baseline from the group inflates a completion's
+    gradient second moment, relative to an oracle baseline.
+
+    Equation: with the leave-one-out baseline,
+    E‖g_i‖² = E[(r_i − μ)² ‖∇log π‖²] + σ²/(G − 1) · E‖∇log π‖², which for a reward
+    uncorrelated with ‖∇log π‖² is (1 + 1/(G − 1)) = G/(G − 1) times the oracle's:
+    ×2 at G = 2, ×1.14 at G = 8, ×1.07 at G = 16.
+
+    Derived in: book/theory/02-baseline-variance.md, "How G enters the gradient's variance".
+    """
+    G = as_group_size(G, minimum=2)
+    return scalar_or_array(G / (G - 1.0))
+
+
+def minibatch_gradient_mse(B, G, c1, c2, c3):
+    """Mean squared error of a GRPO minibatch gradient of B prompts × G completions.
+
+    Equation: MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG²)  (arXiv 2603.01162, Prop. 3 and Thm. 7):
+    c₁ is the across-prompt variance, c₂ the within-group (oracle-baseline) variance and
+    c₃ the cost of estimating the baseline from the group.
+
+    Derived in: book/theory/02-baseline-variance.md, "The minibatch form and G*".
+    """
+    B = as_group_size(B, "B")
+    G = as_group_size(G)
+    c1, c2, c3 = (as_nonnegative(c, n) for c, n in ((c1, "c1"), (c2, "c2"), (c3, "c3")))
+    return scalar_or_array(c1 / B + c2 / (B * G) + c3 / (B * G * G))
+
+
+def optimal_group_size(c1, c3):
+    """The G that minimises :func:`minibatch_gradient_mse` at a fixed budget N = B·G.
+
+    Equation: substituting B = N/G gives MSE = (c₁G + c₂ + c₃/G)/N, minimised at
+    G* = √(c₃/c₁) whatever N is (arXiv 2603.01162, Thm. 7). Real-valued; round to a
+    feasible G in practice.
+
+    Derived in: book/theory/02-baseline-variance.md, "The minibatch form and G*".
+    """
+    c1 = as_nonnegative(c1, "c1")
+    c3 = as_nonnegative(c3, "c3")
+    if (c1 == 0).any():
+        raise ValueError("c1 must be > 0: with no across-prompt variance G* is unbounded")
+    return scalar_or_array(np.sqrt(c3 / c1))
 
 # --------------------------------------------------------------------------------------
 # P(zero gradient) = p^G + (1−p)^G             Derived in: book/theory/03-zero-gradient.md
