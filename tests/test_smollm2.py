@@ -221,7 +221,7 @@ def test_gpu_smollm2_config():
     cfg = smollm2.gpu_smollm2_config(G=16)
     assert cfg.model == "smollm2" and cfg.task == "word_problems"
     assert cfg.num_generations * cfg.prompts_per_step == smollm2.GPU_SMOLLM2_BUDGET
-    assert cfg.pass_rate_window >= cfg.num_generations
+    assert cfg.census_samples >= cfg.num_generations
     assert cfg.task_kwargs["chat_template"] == "smollm2"
     with pytest.raises(ValueError, match="budget"):
         smollm2.gpu_smollm2_config(G=3)

@@ -77,7 +77,7 @@ def tiny(tiny_path):
 def _batch(tiny, tmp_path, *, loss_type="dapo", beta=0.0, scale_rewards="group",
            continuous=False, seed=0):
     """TRL's trainer, the batch it generated and scored, and the rewards our function gave."""
-    from grpolab.grpo.loop import GRPOConfig
+    from grpolab.grpo.config import GRPOConfig
     from grpolab.grpo.trl_backend import build_trainer
 
     model, tok = tiny
@@ -171,7 +171,7 @@ def test_completion_text_and_groups():
 
 
 def test_batch_must_divide_across_processes():
-    from grpolab.grpo.loop import GRPOConfig
+    from grpolab.grpo.config import GRPOConfig
     from grpolab.grpo.trl_backend import trl_args
 
     cfg = GRPOConfig(num_generations=3, prompts_per_step=1)
@@ -191,7 +191,7 @@ def test_tiny_trl_sweep_runs(tiny_path, tmp_path):
                          task_kwargs={"digits": [1], "n_train": 16, "n_eval": 4, "seed": 0},
                          model=str(path), backend="trl", num_generations=g,
                          prompts_per_step=8 // g, steps=3, max_completion_length=3,
-                         eval_every=3, eval_samples=2, pass_rate_window=4, device="cpu")
+                         eval_every=3, eval_samples=2, census_samples=4, device="cpu")
         s = run(cfg, tmp_path / f"G{g}", progress=False)
         summaries.append(s)
         lines = [json.loads(x) for x in open(tmp_path / f"G{g}" / "log.jsonl")]
@@ -213,14 +213,14 @@ def test_tiny_trl_sweep_runs(tiny_path, tmp_path):
 @pytest.mark.slow
 def test_trl_lora_option_runs(tiny_path, tmp_path):
     """``lora_r > 0`` trains a peft LoRA adapter through TRL (the option the chapter names)."""
-    from grpolab.grpo.loop import GRPOConfig
+    from grpolab.grpo.config import GRPOConfig
     from grpolab.grpo.trl_backend import run
 
     cfg = GRPOConfig(task="arithmetic",
                      task_kwargs={"digits": [1], "n_train": 16, "n_eval": 4, "seed": 0},
                      model=str(tiny_path), backend="trl", num_generations=2, prompts_per_step=2,
                      steps=2, max_completion_length=3, eval_every=2, eval_samples=1,
-                     pass_rate_window=2, device="cpu")
+                     census_samples=2, device="cpu")
     s = run(cfg, tmp_path / "lora", progress=False, lora_r=4)
     assert s["lora_r"] == 4 and s["completions"] == 8
     assert os.path.isfile(tmp_path / "lora" / "summary.json")

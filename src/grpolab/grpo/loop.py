@@ -30,109 +30,18 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
 
 from grpolab import theory
-from grpolab.advantages import SCALES, zero_variance_groups
-from grpolab.grpo.loss import LOSS_TYPES, compute_advantages, grpo_update
+from grpolab.advantages import zero_variance_groups
+from grpolab.grpo.config import GRPOConfig
+from grpolab.grpo.loss import compute_advantages, grpo_update
 from grpolab.grpo.rollout import sample
-from grpolab.models.warmstart import WarmStartConfig
 
 __all__ = ["GRPOConfig", "run", "evaluate", "pass_rate_census", "PassRateWindow", "load_policy",
            "training_prompts", "prepare_run"]
-
-
-@dataclass
-class GRPOConfig:
-    """Everything that defines one GRPO run (TRL's names where TRL has the concept)."""
-
-    task: str = "arithmetic"
-    task_kwargs: dict = field(default_factory=dict)
-    train_difficulties: list[int] | None = None  # train only on these levels (hard regime)
-    max_train_prompts: int | None = None  # GRPO on the first N training prompts only
-    model: str = "tiny"  # "tiny", "smollm2", a hub id or a local path
-    backend: str = "grpolab"  # "grpolab" (this loop) or "trl" (grpolab.grpo.trl_backend)
-    warmstart: WarmStartConfig = field(default_factory=WarmStartConfig)
-    num_generations: int = 8  # G
-    prompts_per_step: int = 8  # B; completions per step = B·G
-    steps: int = 200
-    learning_rate: float = 1e-5
-    max_grad_norm: float = 1.0
-    beta: float = 0.0
-    epsilon: float = 0.2
-    epsilon_high: float | None = None
-    loss_type: str = "dapo"
-    scale_rewards: str = "group"
-    num_iterations: int = 1
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_completion_length: int = 6
-    eval_every: int = 25
-    eval_samples: int = 4  # sampled completions per held-out prompt for sampled accuracy
-    pass_rate_window: int | None = None  # rewards remembered per prompt; None → max(G, 8)
-    seed: int = 0
-    device: str = "auto"
-
-    def validate(self) -> GRPOConfig:
-        """Raise a ValueError naming the first bad field."""
-        for name in ("num_generations", "prompts_per_step", "steps", "num_iterations",
-                     "max_completion_length", "eval_every", "eval_samples"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-        if self.num_generations < 2:
-            raise ValueError(f"num_generations must be >= 2 (a group of one has no baseline), "
-                             f"got {self.num_generations}")
-        if self.loss_type not in LOSS_TYPES:
-            raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
-        if self.scale_rewards not in SCALES:
-            raise ValueError(f"scale_rewards must be one of {SCALES}, got {self.scale_rewards!r}")
-        for name in ("learning_rate", "temperature"):
-            v = getattr(self, name)
-            if not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
-                raise ValueError(f"{name} must be a positive number, got {v!r}")
-        for name in ("beta", "epsilon", "max_grad_norm"):
-            v = getattr(self, name)
-            if not (isinstance(v, int | float) and math.isfinite(v) and v >= 0):
-                raise ValueError(f"{name} must be a non-negative number, got {v!r}")
-        if self.max_train_prompts is not None and (
-                isinstance(self.max_train_prompts, bool)
-                or not isinstance(self.max_train_prompts, int) or self.max_train_prompts < 1):
-            raise ValueError(f"max_train_prompts must be an integer >= 1 or None, "
-                             f"got {self.max_train_prompts!r}")
-        if self.epsilon_high is not None and not self.epsilon_high >= 0:
-            raise ValueError(f"epsilon_high must be >= 0 or None, got {self.epsilon_high!r}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
-        if self.pass_rate_window_size < self.num_generations:
-            raise ValueError(f"pass_rate_window ({self.pass_rate_window}) must be >= "
-                             f"num_generations ({self.num_generations}) for the unbiased "
-                             "prediction")
-        if self.backend not in ("grpolab", "trl"):
-            raise ValueError(f"backend must be 'grpolab' or 'trl', got {self.backend!r}")
-        return self
-
-    @property
-    def pass_rate_window_size(self) -> int:
-        """Rewards remembered per prompt for the zero-gradient prediction.
-
-        ``pass_rate_window`` or, if unset, max(G, 8): a short window follows the moving
-        policy, and the unbiased estimate C(k, G)/C(n, G) needs n >= G.
-        """
-        return self.pass_rate_window or max(self.num_generations, 8)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> GRPOConfig:
-        d = dict(d)
-        if isinstance(d.get("warmstart"), dict):
-            d["warmstart"] = WarmStartConfig(**d["warmstart"])
-        return cls(**d)
 
 
 # ----------------------------------------------------------------------------- helpers

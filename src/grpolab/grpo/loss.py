@@ -27,7 +27,7 @@ from grpolab.advantages import group_advantages
 
 __all__ = ["LOSS_TYPES", "per_token_logprobs", "grpo_loss", "compute_advantages", "grpo_update"]
 
-LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
+from grpolab.grpo.config import LOSS_TYPES  # noqa: E402  (one list, shared with the config)
 
 
 def per_token_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask,

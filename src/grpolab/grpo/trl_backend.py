@@ -411,7 +411,7 @@ def zero_gradient_prediction(census: np.ndarray, G: int) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m grpolab.grpo.trl_backend`` (or under ``accelerate launch -m``): one TRL run."""
-    from grpolab.grpo.loop import GRPOConfig
+    from grpolab.grpo.config import GRPOConfig
 
     ap = argparse.ArgumentParser(prog="python -m grpolab.grpo.trl_backend",
                                  description="One GRPO run through TRL's GRPOTrainer.")

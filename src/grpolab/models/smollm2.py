@@ -260,17 +260,17 @@ def gpu_smollm2_config(G: int = 8, seed: int = 0, *, smoke: bool = False, **over
     ``smoke=True`` shrinks everything but the model for a CPU check of the plumbing
     (2 steps, G = 2, 2 prompts per step, 4 training prompts, 16 new tokens).
     """
-    from grpolab.grpo.loop import GRPOConfig
+    from grpolab.grpo.config import GRPOConfig
 
     if GPU_SMOLLM2_BUDGET % G:
         raise ValueError(f"G={G} must divide the budget of {GPU_SMOLLM2_BUDGET} completions")
     cfg = dict(GPU_SMOLLM2_HPARAMS, task_kwargs=dict(GPU_SMOLLM2_TASK_KWARGS),
                train_difficulties=list(GPU_SMOLLM2_HPARAMS["train_difficulties"]),
                num_generations=G, prompts_per_step=GPU_SMOLLM2_BUDGET // G,
-               pass_rate_window=max(16, G), seed=seed, device="auto")
+               census_samples=max(16, G), seed=seed, device="auto")
     if smoke:
         cfg.update(num_generations=2, prompts_per_step=2, steps=2, max_train_prompts=4,
-                   max_completion_length=16, eval_every=2, eval_samples=1, pass_rate_window=2,
+                   max_completion_length=16, eval_every=2, eval_samples=1, census_samples=2,
                    device="cpu",
                    task_kwargs={**GPU_SMOLLM2_TASK_KWARGS, "n_train": 8, "n_eval": 4})
     cfg.update(overrides)

@@ -20,8 +20,6 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 
-import torch
-
 __all__ = ["WarmStartConfig", "warm_start", "supervised_batch"]
 
 
@@ -46,6 +44,8 @@ class WarmStartConfig:
 
 def supervised_batch(tokenizer, prompts, device):
     """Token ids, attention mask and labels (−100 outside the answer) for prompt + answer + EOS."""
+    import torch
+
     texts = [p.text + p.answer for p in prompts]
     enc = tokenizer(texts, padding=True, return_tensors="pt")
     ids, mask = enc["input_ids"], enc["attention_mask"]
@@ -68,6 +68,7 @@ def warm_start(config: WarmStartConfig, cache_dir: str | os.PathLike, *, device=
     and ``warmstart.json`` (config, loss curve, seconds). It is written to a temporary
     directory first and renamed, so an interrupted warm start leaves nothing half-written.
     """
+    import torch
     from tqdm.auto import tqdm
 
     from grpolab.models.tiny import build_tiny_model, resolve_device

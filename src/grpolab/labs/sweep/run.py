@@ -314,7 +314,7 @@ def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bo
     for regime, G, seed in bar:
         run_dir = os.path.join(out, "runs", regime.name, f"G{G}-seed{seed}")
         cfg = run_config(preset, regime, G, seed)
-        cfg.pass_rate_window = max(G, 8)
+        cfg.census_samples = max(G, 8)
         done = os.path.join(run_dir, "summary.json")
         if os.path.isfile(done):
             with open(done) as f:
