@@ -87,7 +87,8 @@ def test_pass_rate_window_predicts_with_the_unbiased_estimate():
     ("max_train_prompts", 0, "max_train_prompts"),
 ])
 def test_bad_configs_raise_clear_errors(field, value, match):
-    with pytest.raises(ValueError, match=match):
+    # the message names the field as its CLI flag: --num-generations
+    with pytest.raises(ValueError, match="--" + match.replace("_", "-")):
         easy_config(**{field: value}).validate()
 
 
