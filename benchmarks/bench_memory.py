@@ -59,9 +59,10 @@ from dataclasses import replace
 from grpolab.labs.sweep.presets import get_preset
 from grpolab.labs.sweep.run import run_sweep
 p = get_preset({preset!r}, steps=2, group_sizes=[2, 4], seeds=[0])
-kw = dict(p.task_kwargs, n_train=200, n_eval=40)
-p = replace(p, task_kwargs=kw, warmstart=replace(p.warmstart, steps=10, task_kwargs=kw),
-            max_train_prompts=32, noise_batches=2)
+kw = dict(p.config.task_kwargs, n_train=200, n_eval=40)
+cfg = p.config.with_overrides(task_kwargs=kw, max_train_prompts=32,
+                              warmstart=replace(p.config.warmstart, steps=10, task_kwargs=kw))
+p = replace(p, config=cfg, noise_batches=2)
 run_sweep(p, sys.argv[1], progress=False, plots=False, log=lambda *a, **k: None)
 """
 

@@ -12,11 +12,12 @@ import pytest
 import torch
 
 from grpolab.cli.main import main
+from grpolab.grpo.rollout import merge_rollouts
 from grpolab.labs.remedies import items as remedy_items
 from grpolab.labs.remedies import report as remedy_report
 from grpolab.labs.remedies import run as remedy_lab
 from grpolab.labs.remedies.items import ITEMS
-from grpolab.labs.remedies.run import LabConfig, LengthBiasedReward, merge_rollouts, run_lab
+from grpolab.labs.remedies.run import LengthBiasedReward, lab_config, run_lab
 from grpolab.models.warmstart import WarmStartConfig
 from grpolab.tasks.arithmetic import ArithmeticTask, Prompt
 
@@ -24,14 +25,16 @@ SMALL_TASK = {"digits": [1, 2], "operands": [2], "ops": "+", "n_train": 120, "n_
               "seed": 0}
 
 
-def small_config(**kw) -> LabConfig:
-    base = dict(task_kwargs=dict(SMALL_TASK), train_difficulties=[1, 2],
-                warmstart=WarmStartConfig(task_kwargs=dict(SMALL_TASK), steps=30),
-                num_generations=4, prompts_per_step=4, completion_budget=64, eval_every=32,
-                eval_max_prompts=12, eval_samples=1, census_samples=4, max_train_prompts=40,
-                learning_rate=1e-4)
-    base.update(kw)
-    return LabConfig(**base).validate()
+SMALL = dict(task_kwargs=dict(SMALL_TASK), train_difficulties=[1, 2],
+             warmstart=WarmStartConfig(task_kwargs=dict(SMALL_TASK), steps=30),
+             num_generations=4, prompts_per_step=4, completion_budget=64, eval_every=32,
+             max_eval_prompts=12, eval_samples=1, census_samples=4, max_train_prompts=40,
+             learning_rate=1e-4)
+
+
+def small_config(**kw):
+    """(GRPOConfig, Remedy) of a seconds-long remedy run."""
+    return lab_config(**{**SMALL, **kw})
 
 
 @pytest.fixture(scope="module")
@@ -42,20 +45,20 @@ def cache(tmp_path_factory):
 def test_every_item_config_validates():
     for item in ITEMS.values():
         for arm in item.arms:
-            cfg = item.config(arm, 0)
+            cfg, _ = item.config(arm, 0)
             assert cfg.completion_budget >= 64 * 10
             assert cfg.num_generations * cfg.prompts_per_step == 64
         assert len(item.seeds) >= 3
 
 
 @pytest.mark.parametrize("field,value,match", [
-    ("remedy", "magic", "remedy"), ("num_generations", 1, "num_generations"),
-    ("band_low", 1.5, "band_low"), ("advantage_ddof", 2, "advantage_ddof"),
-    ("loss_type", "ppo", "loss_type"), ("completion_budget", 0, "completion_budget"),
+    ("remedy", "magic", "remedy"), ("num_generations", 1, "num.generations"),
+    ("band_low", 1.5, "band_low"), ("advantage_ddof", 2, "advantage.ddof"),
+    ("loss_type", "ppo", "loss.type"), ("completion_budget", 0, "completion.budget"),
 ])
 def test_bad_configs_name_the_field(field, value, match):
     with pytest.raises(ValueError, match=match):
-        LabConfig(**{field: value}).validate()
+        lab_config(**{field: value})
 
 
 def test_length_biased_reward_prefers_long_or_short():
@@ -71,22 +74,22 @@ def test_length_biased_reward_prefers_long_or_short():
 
 
 def test_every_reward_variant_keeps_the_same_prompts():
-    base = remedy_lab.make_task(small_config())
+    base = remedy_lab.make_task(*small_config())
     for reward in ("partial", "noisy", "length_long", "length_short"):
-        t = remedy_lab.make_task(small_config(reward=reward, noise_q=0.2))
+        t = remedy_lab.make_task(*small_config(reward=reward, noise_q=0.2))
         assert t.train_prompts == base.train_prompts and t.eval_prompts == base.eval_prompts
-    partial = remedy_lab.make_task(small_config(reward="partial"))
+    partial = remedy_lab.make_task(*small_config(reward="partial"))
     p = base.train_prompts[0]
     assert partial.reward(p, p.answer) == 1.0 and partial.correct(p, p.answer)
     assert 0 <= partial.reward(p, "9" + p.answer[1:]) < 1
 
 
 def test_merge_rollouts_repads_and_keeps_rows(cache):
-    from grpolab.grpo.loop import GRPOConfig, load_policy
+    from grpolab.grpo.loop import load_policy
     from grpolab.grpo.rollout import sample
 
-    cfg = small_config()
-    model, tok, _ = load_policy(GRPOConfig(warmstart=cfg.warmstart, device="cpu"), cache, "cpu")
+    cfg, _ = small_config()
+    model, tok, _ = load_policy(cfg, cache, "cpu")
     gen = torch.Generator().manual_seed(0)
     a = sample(model, tok, ["1+2=", "34+56="], 2, max_new_tokens=4, generator=gen)
     b = sample(model, tok, ["7+8="], 3, max_new_tokens=6, generator=gen)
@@ -107,12 +110,13 @@ def test_merge_rollouts_repads_and_keeps_rows(cache):
                                     "adaptive_g_signal", "allocate", "adaptive_g_card"])
 def test_remedy_runs_spend_the_budget_and_log(tmp_path, cache, remedy):
     torch.set_num_threads(1)
-    cfg = small_config(remedy=remedy, max_batches=2, curriculum_min_steps=1,
-                       completion_budget=48)
-    s = run_lab(cfg, tmp_path, cache_dir=cache, progress=False)
+    cfg, rem = small_config(remedy=remedy, max_batches=2, curriculum_min_steps=1,
+                            completion_budget=48)
+    s = run_lab(cfg, rem, tmp_path, cache_dir=cache, progress=False)
     assert s["completions"] >= cfg.completion_budget
     assert s["grpolab_version"] and s["git_commit"] and s["device"].startswith("cpu")
-    assert s["config"]["remedy"] == remedy
+    assert s["remedy"] == remedy and s["remedy_config"]["remedy"] == remedy
+    assert s["config"]["completion_budget"] == 48  # the one GRPOConfig, recorded whole
     assert 0 <= s["final_accuracy"] <= 1
     if s["updates"]:
         assert s["final_kl_to_warm_start"] >= 0  # measured even when beta = 0
@@ -130,9 +134,9 @@ def test_remedy_runs_spend_the_budget_and_log(tmp_path, cache, remedy):
 
 def test_same_seed_same_numbers(tmp_path, cache):
     torch.set_num_threads(1)
-    cfg = small_config(remedy="band", completion_budget=32)
-    a = run_lab(cfg, tmp_path / "a", cache_dir=cache, progress=False)
-    b = run_lab(cfg, tmp_path / "b", cache_dir=cache, progress=False)
+    cfg, rem = small_config(remedy="band", completion_budget=32)
+    a = run_lab(cfg, rem, tmp_path / "a", cache_dir=cache, progress=False)
+    b = run_lab(cfg, rem, tmp_path / "b", cache_dir=cache, progress=False)
     keys = ("final_accuracy", "informative_groups_used", "tokens", "completions")
     assert {k: a[k] for k in keys} == {k: b[k] for k in keys}
 
@@ -140,8 +144,7 @@ def test_same_seed_same_numbers(tmp_path, cache):
 def test_run_item_resumes_shares_the_pool_and_aggregates(tmp_path, cache, monkeypatch):
     torch.set_num_threads(1)
     item = remedy_items.Item("toy", "toy item", arms={"plain": {}, "same-again": {}},
-                            base=dict(small_config(completion_budget=32).to_dict(),
-                                      warmstart=small_config().warmstart), seeds=[0, 1, 2])
+                            base=dict(SMALL, completion_budget=32), seeds=[0, 1, 2])
     monkeypatch.setitem(ITEMS, "toy", item)
     calls = []
     real = remedy_lab.run_lab
@@ -187,8 +190,9 @@ def test_cli_rejects_bad_input(capsys):
 def test_dynamic_sampling_theory_reads_the_logs(tmp_path):
     d = tmp_path / "runs" / "dynamic" / "seed0"
     d.mkdir(parents=True)
-    cfg = LabConfig(remedy="dynamic_sampling")
-    (d / "summary.json").write_text(json.dumps({"config": cfg.to_dict()}))
+    cfg, rem = lab_config(remedy="dynamic_sampling")
+    (d / "summary.json").write_text(json.dumps({"config": cfg.to_dict(),
+                                                "remedy_config": vars(rem)}))
     recs = [{"q_predicted": 0.5, "generation_batches": 2, "completions_step": 128,
              "groups_generated": 16, "informative_generated": 8, "hit_cap": False}] * 4
     (d / "log.jsonl").write_text("\n".join(json.dumps(r) for r in recs))
@@ -203,11 +207,11 @@ def test_dynamic_sampling_theory_reads_the_logs(tmp_path):
 
 
 def test_probes_measure_what_they_say(cache):
-    from grpolab.grpo.loop import GRPOConfig, load_policy
+    from grpolab.grpo.loop import load_policy
 
     torch.set_num_threads(1)
-    cfg = small_config()
-    model, tok, _ = load_policy(GRPOConfig(warmstart=cfg.warmstart, device="cpu"), cache, "cpu")
+    cfg, _ = small_config()
+    model, tok, _ = load_policy(cfg, cache, "cpu")
     task = ArithmeticTask(**SMALL_TASK)
     rows = remedy_items._probe_temperature(model, tok, task, task.train_prompts, None,
                                            n_prompts=4, n=8)["rows"]

@@ -117,5 +117,5 @@ def test_rerun_with_another_config_refuses_to_mix_results(tmp_path):
     preset = replace(tiny_preset(), group_sizes=[2], seeds=[0], noise_batches=0)
     run_sweep(preset, tmp_path, progress=False, plots=False, log=lambda *_: None)
     with pytest.raises(ValueError, match="another config"):
-        run_sweep(replace(preset, learning_rate=1e-3), tmp_path, progress=False, plots=False,
-                  log=lambda *_: None)
+        other = replace(preset, config=preset.config.with_overrides(learning_rate=1e-3))
+        run_sweep(other, tmp_path, progress=False, plots=False, log=lambda *_: None)

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from grpolab.grpo.loop import GRPOConfig, PassRateWindow, pass_rate_census, run
+from grpolab.grpo.config import GRPOConfig
+from grpolab.grpo.loop import run
+from grpolab.grpo.measure import PassRateWindow, pass_rate_census
 from grpolab.models.tiny import load_causal_lm
 from grpolab.models.warmstart import WarmStartConfig, warm_start
 from grpolab.tasks.arithmetic import get_task
@@ -94,5 +96,5 @@ def test_bad_configs_raise_clear_errors(field, value, match):
 
 def test_unknown_difficulty_is_a_clear_error(tmp_path):
     cfg = easy_config(train_difficulties=[7], steps=1)
-    with pytest.raises(ValueError, match="train_difficulties"):
+    with pytest.raises(ValueError, match="--train-difficulties"):
         run(cfg, tmp_path, progress=False)

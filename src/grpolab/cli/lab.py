@@ -91,7 +91,7 @@ def build_preset(args: argparse.Namespace):
     regimes = [replace(r, **{k: v for k, v in (("mode", args.mode), ("budget", args.budget),
                                                 ("prompts_per_step", args.prompts_per_step))
                              if v is not None}) for r in regimes]
-    warm = preset.warmstart
+    warm = preset.config.warmstart
     if args.warmstart_steps is not None:
         warm = replace(warm, steps=args.warmstart_steps)
     return get_preset(args.preset, group_sizes=args.G, seeds=args.seeds, steps=args.steps,

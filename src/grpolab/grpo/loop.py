@@ -1,25 +1,30 @@
 """One GRPO run, the whole loop in one place.
 
-    for step in 1..steps:
-        prompts   ← the next prompts_per_step training prompts (seeded shuffle)
-        rollout   ← G completions per prompt                         (grpolab.grpo.rollout)
-        rewards   ← task.reward(prompt, completion)                  (grpolab.tasks.arithmetic)
-        A         ← group-relative advantages                        (grpolab.advantages)
-        update    ← num_iterations clipped-surrogate steps           (grpolab.grpo.loss)
+    until steps (or completion_budget) are spent:
+        batch     ← batches.next_batch(run)          which prompts, which G, which groups:
+                                                     uniform by default; the remedy labs plug
+                                                     in dynamic sampling, curricula, adaptive G
+        rewards   ← task.reward(prompt, completion)  (grpolab.tasks; wrappers change rewards)
+        A         ← group-relative advantages        (grpolab.advantages)
+        update    ← num_iterations clipped-surrogate steps        (grpolab.grpo.loss)
         log       ← reward, zero-variance groups observed vs predicted, grad norm, KL,
-                    entropy, completions, tokens, wall time; held-out accuracy every k steps
+                    entropy, completions, tokens, wall time; held-out accuracy every
+                    eval_every completions and at the end
 
-The configuration is a plain dataclass with TRL's names. ``backend`` and ``model`` pick
-the engine and the policy: ``backend="trl"`` hands the run to ``grpolab.grpo.trl_backend``;
-``model="tiny"`` is the warm-started embedded model, ``"smollm2"`` comes from
-``grpolab.models.smollm2``, anything else is a hub id or local path for
-:func:`grpolab.models.tiny.load_causal_lm`.
+The configuration is :class:`grpolab.grpo.config.GRPOConfig`. ``backend="trl"`` hands the
+run to :mod:`grpolab.grpo.trl_backend`, which logs rows with the same names.
+
+What differs between labs plugs in through one seam, :class:`BatchSource` (as d2l's
+``Trainer`` has ``prepare_batch``): the sweep uses the default :class:`UniformBatches`; the
+remedy labs (:mod:`grpolab.labs.remedies.run`) subclass it.
 
 Predicted zero-variance fraction: each training prompt keeps a window of its most recent
-``pass_rate_window`` binary rewards (seeded by a census of the starting policy). Before a
+``census_samples`` binary rewards (seeded by a census of the starting policy). Before a
 step, the prediction for a prompt is the unbiased estimate of p^G + (1 − p)^G from that
 window (:func:`grpolab.theory.unbiased_zero_gradient_estimate`; the plug-in p̂^G runs
-high at large G); the step's own rewards only enter the window afterwards.
+high at large G); the step's own rewards enter the window afterwards.
+
+Derived in: book/theory/01-grpo-in-one-page.md (the objective); book/labs/01-g-sweep.md.
 """
 
 from __future__ import annotations
@@ -30,21 +35,72 @@ import json
 import math
 import os
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from grpolab import theory
-from grpolab.advantages import zero_variance_groups
+from grpolab.advantages import group_advantages, zero_variance_groups
 from grpolab.grpo.config import GRPOConfig
-from grpolab.grpo.loss import compute_advantages, grpo_update
-from grpolab.grpo.rollout import sample
+from grpolab.grpo.loss import grpo_update, per_token_logprobs
+from grpolab.grpo.measure import PassRateWindow, evaluate, pass_rate_census, rewards_of
+from grpolab.grpo.records import provenance, write_json_atomic
+from grpolab.grpo.rollout import Rollout, merge_rollouts, sample
 
-__all__ = ["GRPOConfig", "run", "evaluate", "pass_rate_census", "PassRateWindow", "load_policy",
-           "training_prompts", "prepare_run"]
+__all__ = ["Batch", "BatchSource", "UniformBatches", "Run", "run", "load_policy",
+           "training_prompts", "prepare_run", "advantages_of"]
 
 
-# ----------------------------------------------------------------------------- helpers
+# ----------------------------------------------------------------------------- the seam
+@dataclass
+class Batch:
+    """What one step trains on.
+
+    ``rollout`` holds the kept groups (None when a step kept none, e.g. dynamic sampling
+    found no informative group before its cap); ``rewards`` their flat prompt-major
+    rewards; ``prompt_idx``/``group_sizes`` one entry per kept group. ``completions`` counts
+    every completion generated this step, kept or not (what the budget pays for).
+    """
+
+    rollout: Rollout | None
+    rewards: np.ndarray
+    prompt_idx: list[int]
+    group_sizes: list[int]
+    completions: int
+    info: dict = field(default_factory=dict)
+
+
+class BatchSource:
+    """How a step's batch is chosen. Subclasses override :meth:`next_batch` (and may use
+    :meth:`start`, :meth:`after_step`, :meth:`summary`); the loop does the rest."""
+
+    name = "uniform"
+
+    def start(self, run: Run) -> None:
+        """Called once, after the census and before the first step."""
+
+    def next_batch(self, run: Run) -> Batch:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def after_step(self, run: Run, batch: Batch) -> None:
+        """Called after each step's update (and evaluation, if one was due)."""
+
+    def summary(self) -> dict:
+        """Extra entries for the run's ``summary.json``."""
+        return {}
+
+
+class UniformBatches(BatchSource):
+    """``prompts_per_step`` prompts from seeded shuffles of the training set, G each."""
+
+    def next_batch(self, run: Run) -> Batch:
+        B, G = run.config.prompts_per_step, run.config.num_generations
+        idx = run.next_prompts(B)
+        rollout, rewards = run.rollout(idx, [G] * B)
+        return Batch(rollout, rewards, idx, [G] * B, len(rewards))
+
+
+# ----------------------------------------------------------------------------- setup
 def load_policy(config: GRPOConfig, cache_dir: str, device, progress: bool = False):
     """The starting policy ``(model, tokenizer, description)`` named by ``config.model``."""
     from grpolab.models.tiny import load_causal_lm
@@ -64,27 +120,29 @@ def load_policy(config: GRPOConfig, cache_dir: str, device, progress: bool = Fal
 
 def training_prompts(config: GRPOConfig, task) -> tuple[list, list]:
     """The run's training and held-out prompts: ``train_difficulties`` filters both splits,
-    ``max_train_prompts`` truncates the training split."""
+    ``max_train_prompts``/``max_eval_prompts`` truncate them."""
     train, evals = task.train_prompts, task.eval_prompts
     if config.train_difficulties:
         keep = set(config.train_difficulties)
         train = [p for p in train if p.difficulty in keep]
         evals = [p for p in evals if p.difficulty in keep]
         if not train or not evals:
-            raise ValueError(f"train_difficulties {sorted(keep)} match no prompts of task "
+            raise ValueError(f"--train-difficulties {sorted(keep)} match no prompts of task "
                              f"{config.task!r} (levels: {task.difficulties})")
     if config.max_train_prompts is not None:
         train = train[:config.max_train_prompts]
+    if config.max_eval_prompts is not None:
+        evals = evals[:config.max_eval_prompts]
     return train, evals
 
 
-def prepare_run(config: GRPOConfig, out_dir, cache_dir: str | None, progress: bool):
+def prepare_run(config: GRPOConfig, out_dir, cache_dir: str | None, progress: bool, task=None):
     """What every backend does before its first step (this loop and grpolab.grpo.trl_backend).
 
-    Creates ``out_dir``, resolves the device, builds the task and the run's prompts, and
-    loads the starting policy (the warm start is cached under ``cache_dir``, by default
-    ``out_dir/cache``). Returns ``(out_dir, device, task, train_prompts, eval_prompts,
-    model, tokenizer, source)``.
+    Creates ``out_dir``, resolves the device, builds the task (unless given) and the run's
+    prompts, and loads the starting policy (the warm start is cached under ``cache_dir``, by
+    default ``out_dir/cache``). Returns ``(out_dir, device, task, train_prompts,
+    eval_prompts, model, tokenizer, source)``.
     """
     from grpolab.models.tiny import resolve_device
     from grpolab.tasks.arithmetic import get_task
@@ -93,78 +151,91 @@ def prepare_run(config: GRPOConfig, out_dir, cache_dir: str | None, progress: bo
     os.makedirs(out_dir, exist_ok=True)
     cache_dir = cache_dir or os.path.join(out_dir, "cache")
     device = resolve_device(config.device)
-    task = get_task(config.task, **config.task_kwargs)
+    task = task if task is not None else get_task(config.task, **config.task_kwargs)
     train_prompts, eval_prompts = training_prompts(config, task)
     model, tokenizer, source = load_policy(config, cache_dir, device, progress)
     return out_dir, device, task, train_prompts, eval_prompts, model, tokenizer, source
 
 
-def _outcomes(task, prompts, texts, G):
-    """Training rewards and exact correctness for B·G prompt-major completions."""
-    rewards = np.array([task.reward(prompts[i // G], s) for i, s in enumerate(texts)], float)
-    return rewards
+def advantages_of(rewards: np.ndarray, group_sizes: list[int], config: GRPOConfig):
+    """Group-relative advantages of flat prompt-major rewards whose groups may differ in
+    size (adaptive G): each size is normalised on its own; ``scale_rewards="batch"`` needs
+    one size per step. Computed in float32 torch, as TRL does."""
+    r = torch.as_tensor(rewards, dtype=torch.float32)
+    kw = dict(scale=config.scale_rewards, baseline=config.advantage_baseline,
+              ddof=config.advantage_ddof, eps=config.advantage_eps)
+    sizes = sorted(set(group_sizes))
+    if len(sizes) == 1:
+        return group_advantages(r, sizes[0], **kw)
+    if config.scale_rewards == "batch":
+        raise ValueError("--scale-rewards batch needs one group size per step")
+    starts = np.cumsum([0] + list(group_sizes))
+    adv = torch.zeros_like(r)
+    for g in sizes:
+        rows = np.concatenate([np.arange(s, s + n) for s, n in zip(starts, group_sizes, strict=True)
+                               if n == g])
+        adv[rows] = group_advantages(r[rows], g, **kw)
+    return adv
+
+
+# ----------------------------------------------------------------------------- run state
+class Run:
+    """A run in progress: what a :class:`BatchSource` may read and use."""
+
+    def __init__(self, config, task, train_prompts, model, tokenizer, device, census):
+        self.config, self.task, self.train_prompts = config, task, train_prompts
+        self.model, self.tokenizer, self.device, self.census = model, tokenizer, device, census
+        self.gen = torch.Generator(device=device).manual_seed(config.seed)
+        self.rng = np.random.default_rng(config.seed)
+        self.sampling = dict(temperature=config.temperature, top_p=config.top_p,
+                             max_new_tokens=config.max_completion_length)
+        self.step = 0
+        self.completions = 0
+        self._order: list[int] = []
+
+    def next_prompts(self, k: int, pool: np.ndarray | None = None) -> list[int]:
+        """``k`` training-prompt indices: the next ones of seeded shuffles of the training
+        set, or ``k`` distinct draws from ``pool``."""
+        if pool is not None:
+            return self.rng.choice(pool, size=min(k, pool.size), replace=False).tolist()
+        while len(self._order) < k:
+            self._order += self.rng.permutation(len(self.train_prompts)).tolist()
+        idx, self._order = self._order[:k], self._order[k:]
+        return idx
+
+    def rollout(self, idx: list[int], sizes: list[int]) -> tuple[Rollout, np.ndarray]:
+        """Sample group ``sizes[j]`` for prompt ``idx[j]``: one sampler call per distinct
+        size; rows come back grouped by size (ascending), then in ``idx`` order."""
+        parts, rewards = [], []
+        for g in sorted(set(sizes)):
+            sel = [i for i, s in zip(idx, sizes, strict=True) if s == g]
+            prompts = [self.train_prompts[i] for i in sel]
+            r = sample(self.model, self.tokenizer, [p.text for p in prompts], g,
+                       generator=self.gen, **self.sampling)
+            parts.append((r, list(range(len(r.texts)))))
+            rewards.append(rewards_of(self.task, prompts, r.texts, g))
+        if len(parts) == 1:
+            return parts[0][0], rewards[0]
+        return merge_rollouts(parts, self.tokenizer.pad_token_id), np.concatenate(rewards)
+
+    @staticmethod
+    def order_by_size(idx: list[int], sizes: list[int]) -> tuple[list[int], list[int]]:
+        """``(idx, sizes)`` in the row order :meth:`rollout` returns them."""
+        pairs = [(s, i) for g in sorted(set(sizes)) for i, s in zip(idx, sizes, strict=True)
+                 if s == g]
+        return [i for _, i in pairs], [s for s, _ in pairs]
 
 
 @torch.no_grad()
-def evaluate(model, tokenizer, task, prompts, *, samples: int, temperature: float,
-             top_p: float, max_new_tokens: int, generator=None) -> dict:
-    """Held-out accuracy: greedy (one completion each) and sampled (``samples`` each),
-    overall and per difficulty. Accuracy uses ``task.correct``, never a noisy reward."""
-    texts = [p.text for p in prompts]
-    greedy = sample(model, tokenizer, texts, 1, max_new_tokens=max_new_tokens, temperature=0)
-    g_ok = np.array([task.correct(p, s) for p, s in zip(prompts, greedy.texts, strict=True)], float)
-    sampled = sample(model, tokenizer, texts, samples, max_new_tokens=max_new_tokens,
-                     temperature=temperature, top_p=top_p, generator=generator)
-    s_ok = np.array([task.correct(prompts[i // samples], s)
-                     for i, s in enumerate(sampled.texts)], float).reshape(len(prompts), samples)
-    diff = np.array([p.difficulty for p in prompts])
-    out = {"eval_greedy_accuracy": float(g_ok.mean()),
-           "eval_sampled_accuracy": float(s_ok.mean()),
-           "eval_greedy_accuracy_by_difficulty": {}, "eval_sampled_accuracy_by_difficulty": {}}
-    for d in sorted(set(diff.tolist())):
-        out["eval_greedy_accuracy_by_difficulty"][str(d)] = float(g_ok[diff == d].mean())
-        out["eval_sampled_accuracy_by_difficulty"][str(d)] = float(s_ok[diff == d].mean())
-    return out
-
-
-@torch.no_grad()
-def pass_rate_census(model, tokenizer, task, prompts, *, samples: int, temperature: float,
-                     top_p: float, max_new_tokens: int, seed: int = 0,
-                     chunk_completions: int = 4096) -> np.ndarray:
-    """(len(prompts), samples) matrix of binary training rewards > 0.5 of the current policy."""
-    gen = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
-    rows = []
-    per = max(1, chunk_completions // samples)
-    for i in range(0, len(prompts), per):
-        chunk = prompts[i:i + per]
-        r = sample(model, tokenizer, [p.text for p in chunk], samples,
-                   max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
-                   generator=gen)
-        rows.append(_outcomes(task, chunk, r.texts, samples).reshape(len(chunk), samples))
-    return np.concatenate(rows) > 0.5
-
-
-class PassRateWindow:
-    """The last ``width`` binary rewards of every training prompt (a ring buffer)."""
-
-    def __init__(self, census: np.ndarray):
-        self.hits = census.astype(bool).copy()  # (n_prompts, width)
-        self.next = np.zeros(len(census), dtype=int)
-
-    def predict(self, idx, G: int) -> tuple[np.ndarray, np.ndarray]:
-        """Unbiased and plug-in estimates of p^G + (1 − p)^G for prompts ``idx``."""
-        k = self.hits[idx].sum(1)
-        n = self.hits.shape[1]
-        unbiased = np.asarray(theory.unbiased_zero_gradient_estimate(k, np.full_like(k, n), G))
-        plug_in = np.asarray(theory.zero_gradient_probability(k / n, G))
-        return unbiased, plug_in
-
-    def push(self, idx, outcomes: np.ndarray) -> None:
-        width = self.hits.shape[1]
-        for j, row in zip(idx, outcomes, strict=True):
-            for hit in row[-width:]:
-                self.hits[j, self.next[j]] = hit
-                self.next[j] = (self.next[j] + 1) % width
+def _kl_to(model, reference, roll: Rollout, temperature: float) -> float:
+    """Mean per-token k3 estimate of KL(π_θ ‖ π_ref) on a rollout's completions."""
+    args = (roll.prompt_ids, roll.prompt_mask, roll.completion_ids, roll.completion_mask,
+            temperature)
+    lp, _ = per_token_logprobs(model, *args)
+    lr, _ = per_token_logprobs(reference, *args)
+    delta = lr - lp
+    m = roll.completion_mask.to(lp.dtype)
+    return float(((torch.exp(delta) - delta - 1) * m).sum() / m.sum().clamp(min=1))
 
 
 def _is_binary(rewards: np.ndarray) -> bool:
@@ -173,155 +244,169 @@ def _is_binary(rewards: np.ndarray) -> bool:
 
 # ----------------------------------------------------------------------------- the run
 def run(config: GRPOConfig, out_dir: str | os.PathLike, *, cache_dir: str | None = None,
-        census: np.ndarray | None = None, progress: bool = True, extra: dict | None = None,
-        save_model: bool = False) -> dict:
+        census: np.ndarray | None = None, batches: BatchSource | None = None, task=None,
+        progress: bool = True, extra: dict | None = None, save_model: bool = False) -> dict:
     """Train one policy with GRPO and write ``log.jsonl`` and ``summary.json`` to ``out_dir``.
 
-    ``census``: a precomputed (n_train, ≥ G) pass/fail matrix of the starting policy (a sweep
-    computes it once for all its runs); computed here when ``None``. Returns the summary.
-    ``summary.json`` is written last and atomically: its presence marks a finished run.
-    ``save_model=True`` also saves the trained policy to ``out_dir/model`` (safetensors).
+    ``census``: a precomputed (n_train, ≥ census_samples) pass/fail matrix of the starting
+    policy (a sweep computes it once for all its runs); computed here when ``None``.
+    ``batches``: how each step's batch is chosen (default :class:`UniformBatches`).
+    ``task``: a task object that overrides ``config.task`` (the reward wrappers of the
+    remedy labs). ``summary.json`` is written last and atomically: its presence marks a
+    finished run. ``save_model=True`` also saves the trained policy to ``out_dir/model``.
     """
     config.validate()
     if config.backend == "trl":
+        if batches is not None or task is not None:
+            raise ValueError("--backend trl supports the uniform batches of the sweep only")
         return importlib.import_module("grpolab.grpo.trl_backend").run(
             config, out_dir, cache_dir=cache_dir, census=census, progress=progress, extra=extra)
     from tqdm.auto import tqdm
 
-    from grpolab import __version__
-
     out_dir, device, task, train_prompts, eval_prompts, model, tokenizer, source = prepare_run(
-        config, out_dir, cache_dir, progress)
-    G, B = config.num_generations, config.prompts_per_step
+        config, out_dir, cache_dir, progress, task=task)
     width = config.pass_rate_window_size
-    ref_model = copy.deepcopy(model).eval() if config.beta != 0 else None
-    torch.manual_seed(config.seed)
-    gen = torch.Generator(device=device).manual_seed(config.seed)
-    eval_gen = torch.Generator(device=device).manual_seed(10_000 + config.seed)
-    rng = np.random.default_rng(config.seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.0)
-    sampling = dict(temperature=config.temperature, top_p=config.top_p,
-                    max_new_tokens=config.max_completion_length)
-
     if census is None:
-        census = pass_rate_census(model, tokenizer, task, train_prompts,
-                                  samples=width, seed=config.seed, **sampling)
+        census = pass_rate_census(
+            model, tokenizer, task, train_prompts, samples=width,
+            seed=config.seed if config.census_seed is None else config.census_seed,
+            temperature=config.temperature, top_p=config.top_p,
+            max_new_tokens=config.max_completion_length)
     if census.ndim != 2 or census.shape[0] != len(train_prompts) or census.shape[1] < width:
         raise ValueError(f"census must have shape ({len(train_prompts)}, >= {width}), "
                          f"got {census.shape}")
-    window = PassRateWindow(census[:, :width])
+    window = PassRateWindow(census, width)
+    # The frozen starting policy: the KL reference when β > 0, and always the yardstick of
+    # the logged "kl_to_warm_start" (so β = 0 runs report their drift too).
+    start_policy = copy.deepcopy(model).eval()
+    ref_model = start_policy if config.beta != 0 else None
+    torch.manual_seed(config.seed)
+    state = Run(config, task, train_prompts, model, tokenizer, device, census)
+    eval_gen = torch.Generator(device=device).manual_seed(10_000 + config.seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.0)
+    batches = batches or UniformBatches()
+    batches.start(state)
 
-    def _eval(step: int) -> dict:
-        return {"step": step, **evaluate(model, tokenizer, task, eval_prompts,
-                                         samples=config.eval_samples, generator=eval_gen,
-                                         **sampling)}
+    def _eval() -> dict:
+        return evaluate(model, tokenizer, task, eval_prompts, samples=config.eval_samples,
+                        generator=eval_gen, **state.sampling)
 
-    log_path = os.path.join(out_dir, "log.jsonl")
-    log = open(log_path, "w")  # a restarted run starts its log afresh
+    log = open(os.path.join(out_dir, "log.jsonl"), "w")  # a restarted run starts afresh
     start = time.time()
-    initial = _eval(0)
-    initial.update(seconds=0.0, completions=0, tokens=0)
+    initial = {"step": 0, "completions": 0, "tokens": 0, "seconds": 0.0, **_eval()}
     log.write(json.dumps(initial) + "\n")
-    completions = tokens = 0
-    order: list[int] = []
-    zero_obs, zero_pred, grad_norms, last = [], [], [], initial
-    for step in tqdm(range(1, config.steps + 1), desc=f"G={G} seed={config.seed}",
-                     disable=not progress, leave=False):
-        # 1. prompts: walk through seeded shuffles of the training set
-        while len(order) < B:
-            order += rng.permutation(len(train_prompts)).tolist()
-        idx, order = order[:B], order[B:]
-        prompts = [train_prompts[i] for i in idx]
-        # 2. rollout: G completions per prompt, the prompt encoded once
-        rollout = sample(model, tokenizer, [p.text for p in prompts], G, generator=gen,
-                         **sampling)
-        # 3. rewards and group-relative advantages
-        rewards = _outcomes(task, prompts, rollout.texts, G)
-        advantages = compute_advantages(rewards, G, config.scale_rewards)
-        # 4. zero-variance groups: observed now, predicted from the prompts' past rewards
-        observed = float(zero_variance_groups(rewards, G).mean())
-        rec = {"step": step}
-        if _is_binary(rewards):
-            unbiased, plug_in = window.predict(idx, G)
-            window.push(idx, rewards.reshape(B, G) > 0.5)
-            rec.update(zero_gradient_predicted=float(unbiased.mean()),
-                       zero_gradient_predicted_plugin=float(plug_in.mean()),
-                       pass_rate_estimate_mean=float(window.hits[idx].mean()))
-            zero_pred.append(rec["zero_gradient_predicted"])
-        zero_obs.append(observed)
-        # 5. the GRPO update
-        metrics = grpo_update(model, optimizer, rollout, advantages, ref_model=ref_model,
-                              num_iterations=config.num_iterations, epsilon=config.epsilon,
-                              epsilon_high=config.epsilon_high, beta=config.beta,
-                              loss_type=config.loss_type, temperature=config.temperature,
-                              max_grad_norm=config.max_grad_norm,
-                              max_completion_length=config.max_completion_length)
-        completions += B * G
-        grad_norms.append(metrics["grad_norm"])
-        tokens += rollout.tokens_generated
-        rec.update(reward_mean=float(rewards.mean()), reward_std=float(rewards.std()),
-                   zero_gradient_observed=observed, completions=completions, tokens=tokens,
-                   completion_length_mean=rollout.tokens_generated / (B * G), **metrics)
-        if not all(math.isfinite(v) for v in metrics.values()):
-            raise FloatingPointError(f"non-finite GRPO metrics at step {step}: {metrics}")
-        # 6. held-out accuracy every eval_every steps (and at the end)
-        if step % config.eval_every == 0 or step == config.steps:
-            last = _eval(step)
-            rec.update({k: v for k, v in last.items() if k != "step"})
+    budget = config.completion_budget
+    tokens = skipped = informative_used = groups_used = 0
+    zero_obs, zero_pred, grad_norms, lengths, kls, drift = [], [], [], [], [], []
+    last, metrics, last_roll = initial, {}, None
+    next_eval = config.eval_every
+    bar = tqdm(total=budget or config.steps, disable=not progress, leave=False,
+               desc=f"{batches.name} G={config.num_generations} seed={config.seed}")
+    while (state.completions < budget) if budget else (state.step < config.steps):
+        state.step += 1
+        batch = batches.next_batch(state)
+        if batch.completions <= 0:  # would loop forever at a fixed completion budget
+            raise RuntimeError(f"batch source {batches.name!r} generated nothing at step "
+                               f"{state.step}")
+        state.completions += batch.completions
+        bar.update(batch.completions if budget else 1)
+        rec = {"step": state.step, "completions": state.completions,
+               "completions_step": batch.completions, **batch.info}
+        if batch.rollout is not None and len(batch.rewards):
+            rw, sizes = batch.rewards, batch.group_sizes
+            # zero-variance groups: observed now, predicted from the prompts' past rewards
+            starts = np.cumsum([0] + sizes)[:-1]
+            dead = np.array([bool(zero_variance_groups(rw[s:s + g], g)[0])
+                             for s, g in zip(starts, sizes, strict=True)])
+            observed = float(dead.mean())
+            # predict every group before pushing any: a prompt may recur in a batch; the
+            # unbiased estimate needs a window at least as wide as the group
+            if _is_binary(rw) and max(sizes) <= width:
+                pred, plug = [], []
+                for g, i in zip(sizes, batch.prompt_idx, strict=True):
+                    u, p = window.predict([i], g)
+                    pred.append(float(u[0]))
+                    plug.append(float(p[0]))
+                rec.update(zero_gradient_predicted=float(np.mean(pred)),
+                           zero_gradient_predicted_plugin=float(np.mean(plug)))
+                zero_pred.append(rec["zero_gradient_predicted"])
+            if _is_binary(rw):
+                for s, g, i in zip(starts, sizes, batch.prompt_idx, strict=True):
+                    window.push([i], [rw[s:s + g] > 0.5])
+                rec["pass_rate_estimate_mean"] = float(window.hits[batch.prompt_idx].mean())
+            zero_obs.append(observed)
+            informative_used += int((~dead).sum())
+            groups_used += len(sizes)
+            advantages = advantages_of(rw, sizes, config)
+            metrics = grpo_update(model, optimizer, batch.rollout, advantages,
+                                  ref_model=ref_model, num_iterations=config.num_iterations,
+                                  epsilon=config.epsilon, epsilon_high=config.epsilon_high,
+                                  beta=config.beta, loss_type=config.loss_type,
+                                  temperature=config.temperature,
+                                  max_grad_norm=config.max_grad_norm,
+                                  max_completion_length=config.max_completion_length)
+            if not all(math.isfinite(v) for v in metrics.values()):
+                raise FloatingPointError(f"non-finite GRPO metrics at step {state.step}: "
+                                         f"{metrics}; lower --learning-rate")
+            grad_norms.append(metrics["grad_norm"])
+            tokens += batch.rollout.tokens_generated
+            length = batch.rollout.tokens_generated / len(rw)
+            lengths.append(length)
+            kls.append(metrics["kl"])
+            last_roll = batch.rollout
+            rec.update(reward_mean=float(rw.mean()), reward_std=float(rw.std()),
+                       zero_gradient_observed=observed, informative_fraction=1.0 - observed,
+                       groups=len(sizes), tokens=tokens, completion_length_mean=length,
+                       **metrics)
+        else:
+            skipped += 1
+        done = (state.completions >= budget) if budget else (state.step >= config.steps)
+        if state.completions >= next_eval or done:
+            if last_roll is not None:  # the latest completions that were trained on
+                rec["kl_to_warm_start"] = _kl_to(model, start_policy, last_roll, config.temperature)
+                drift.append(rec["kl_to_warm_start"])
+            last = _eval()
+            rec.update(last)
+            while next_eval <= state.completions:
+                next_eval += config.eval_every
+        batches.after_step(state, batch)
         rec["seconds"] = time.time() - start
         log.write(json.dumps(rec) + "\n")
         log.flush()
+    bar.close()
     log.close()
     if save_model:
         model.save_pretrained(os.path.join(out_dir, "model"))
         tokenizer.save_pretrained(os.path.join(out_dir, "model"))
 
+    mean_obs = float(np.mean(zero_obs)) if zero_obs else None
+    mean_pred = float(np.mean(zero_pred)) if zero_pred else None
     summary = {
-        "G": G, "seed": config.seed, "prompts_per_step": B, "steps": config.steps,
+        "G": config.num_generations, "seed": config.seed,
+        "prompts_per_step": config.prompts_per_step, "steps": state.step,
+        "updates": state.step - skipped, "steps_without_update": skipped,
         "initial_accuracy": initial["eval_greedy_accuracy"],
         "final_accuracy": last["eval_greedy_accuracy"],
         "initial_sampled_accuracy": initial["eval_sampled_accuracy"],
         "final_sampled_accuracy": last["eval_sampled_accuracy"],
         "initial_accuracy_by_difficulty": initial["eval_greedy_accuracy_by_difficulty"],
         "final_accuracy_by_difficulty": last["eval_greedy_accuracy_by_difficulty"],
-        "zero_gradient_observed": float(np.mean(zero_obs)),
-        "zero_gradient_predicted": float(np.mean(zero_pred)) if zero_pred else None,
-        "zero_gradient_abs_gap": (abs(float(np.mean(zero_obs)) - float(np.mean(zero_pred)))
-                                  if zero_pred else None),
-        "grad_norm_mean": float(np.mean(grad_norms)), "grad_norm_std": float(np.std(grad_norms)),
-        "final_entropy": metrics["entropy"], "final_kl": metrics["kl"],
-        "completions": completions, "tokens": tokens, "seconds": time.time() - start,
-        "policy": source, "config": config.to_dict(), "grpolab_version": __version__,
-        "git_commit": git_commit(), "device": device_name(device), **(extra or {}),
+        "initial_sampled_accuracy_by_difficulty": initial["eval_sampled_accuracy_by_difficulty"],
+        "final_sampled_accuracy_by_difficulty": last["eval_sampled_accuracy_by_difficulty"],
+        "zero_gradient_observed": mean_obs, "zero_gradient_predicted": mean_pred,
+        "zero_gradient_abs_gap": (abs(mean_obs - mean_pred)
+                                  if mean_obs is not None and mean_pred is not None else None),
+        "grad_norm_mean": float(np.mean(grad_norms)) if grad_norms else None,
+        "grad_norm_std": float(np.std(grad_norms)) if grad_norms else None,
+        "final_entropy": metrics.get("entropy"), "final_kl": metrics.get("kl"),
+        "final_kl_to_warm_start": drift[-1] if drift else None,
+        "informative_groups_used": informative_used, "groups_used": groups_used,
+        "informative_per_1k_completions": 1000 * informative_used / max(state.completions, 1),
+        "initial_completion_length": float(np.mean(lengths[:5])) if lengths else None,
+        "final_completion_length": float(np.mean(lengths[-5:])) if lengths else None,
+        "completions": state.completions, "tokens": tokens, "seconds": time.time() - start,
+        "batches": batches.name, **batches.summary(),
+        "policy": source, "config": config.to_dict(), **provenance(device), **(extra or {}),
     }
     write_json_atomic(os.path.join(out_dir, "summary.json"), summary)
     return summary
-
-
-# ----------------------------------------------------------------------------- provenance
-def git_commit() -> str:
-    """``git rev-parse HEAD`` of the grpolab checkout, or ``"unknown"``."""
-    import subprocess
-
-    try:
-        here = os.path.dirname(os.path.abspath(__file__))
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
-                              text=True, timeout=5, check=True).stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def device_name(device) -> str:
-    """A human-readable device description for result files."""
-    device = torch.device(device)
-    if device.type == "cuda":
-        return f"cuda ({torch.cuda.get_device_name(device)})"
-    return f"cpu ({os.cpu_count()} cores visible, {torch.get_num_threads()} torch threads)"
-
-
-def write_json_atomic(path: str, obj) -> None:
-    """Write JSON to ``path.tmp`` then rename: readers see the old file or the new one."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
-    os.replace(tmp, path)

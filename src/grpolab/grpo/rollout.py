@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["Rollout", "sample", "sample_next_token", "encode_prompts"]
+__all__ = ["Rollout", "sample", "sample_next_token", "encode_prompts", "merge_rollouts"]
 
 
 @dataclass
@@ -179,3 +179,29 @@ def sample(model, tokenizer, prompts: list[str], num_generations: int = 1, *,
         texts=texts,
         num_generations=G,
     )
+
+
+def merge_rollouts(parts: list[tuple[Rollout, list[int]]], pad_id: int) -> Rollout:
+    """Concatenate chosen rows of several rollouts into one, re-padding to common widths
+    (prompts stay left-padded, completions right-padded). ``num_generations`` of the result
+    is 0 when groups of different sizes were mixed."""
+    P = max(r.prompt_ids.shape[1] for r, _ in parts)
+    T = max(r.completion_ids.shape[1] for r, _ in parts)
+    cols = {k: [] for k in ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask",
+                            "old_logprobs")}
+    texts: list[str] = []
+    for r, rows in parts:
+        if not rows:
+            continue
+        idx = torch.as_tensor(rows, dtype=torch.long)
+        dp, dt = P - r.prompt_ids.shape[1], T - r.completion_ids.shape[1]
+        pad = torch.nn.functional.pad
+        cols["prompt_ids"].append(pad(r.prompt_ids[idx], (dp, 0), value=pad_id))
+        cols["prompt_mask"].append(pad(r.prompt_mask[idx], (dp, 0), value=0))
+        cols["completion_ids"].append(pad(r.completion_ids[idx], (0, dt), value=pad_id))
+        cols["completion_mask"].append(pad(r.completion_mask[idx], (0, dt), value=0))
+        cols["old_logprobs"].append(pad(r.old_logprobs[idx], (0, dt), value=0.0))
+        texts += [r.texts[i] for i in rows]
+    Gs = {r.num_generations for r, _ in parts}
+    return Rollout(**{k: torch.cat(v) for k, v in cols.items()}, texts=texts,
+                   num_generations=Gs.pop() if len(Gs) == 1 else 0)

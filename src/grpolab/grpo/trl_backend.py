@@ -307,17 +307,13 @@ def run(config, out_dir, *, cache_dir: str | None = None, census=None, progress:
     import torch
 
     from grpolab import __version__
-    from grpolab.grpo.loop import (
-        PassRateWindow,
-        device_name,
-        evaluate,
-        git_commit,
-        pass_rate_census,
-        prepare_run,
-        write_json_atomic,
-    )
+    from grpolab.grpo.loop import prepare_run
+    from grpolab.grpo.measure import PassRateWindow, evaluate, pass_rate_census
+    from grpolab.grpo.records import device_name, git_commit, write_json_atomic
 
     config.validate()
+    if config.completion_budget is not None:
+        raise ValueError("--backend trl counts --steps; unset --completion-budget")
     out_dir, device, task, train_prompts, eval_prompts, model, tokenizer, source = prepare_run(
         config, out_dir, cache_dir, progress)
     G, B = config.num_generations, config.prompts_per_step
@@ -353,7 +349,9 @@ def run(config, out_dir, *, cache_dir: str | None = None, census=None, progress:
         peft_config = LoraConfig(r=lora_r, lora_alpha=2 * lora_r, lora_dropout=0.0,
                                  target_modules="all-linear", task_type="CAUSAL_LM")
     torch.manual_seed(config.seed)
-    callback = callback_class()(None, window, G, log, _eval, config.eval_every, config.steps,
+    # eval_every counts completions (as in the loop); TRL's callback counts steps
+    eval_steps = max(1, config.eval_every // (B * G))
+    callback = callback_class()(None, window, G, log, _eval, eval_steps, config.steps,
                                  start, is_main)
     trainer, recorder = build_trainer(config, model, tokenizer, task, train_prompts,
                                       out_dir=out_dir, device=device, callbacks=[callback],

@@ -240,7 +240,7 @@ GPU_SMOLLM2_HPARAMS = dict(
     task="word_problems", train_difficulties=(1, 2, 3), max_train_prompts=256, model=SMOLLM2,
     steps=100, learning_rate=1e-5, max_grad_norm=1.0, beta=0.0, loss_type="dapo",
     scale_rewards="group", temperature=0.7, top_p=1.0, max_completion_length=48,
-    eval_every=25, eval_samples=4,
+    eval_every=25 * 64, eval_samples=4,  # completions: every 25 steps of 64
 )
 
 
@@ -270,7 +270,7 @@ def gpu_smollm2_config(G: int = 8, seed: int = 0, *, smoke: bool = False, **over
                census_samples=max(16, G), seed=seed, device="auto")
     if smoke:
         cfg.update(num_generations=2, prompts_per_step=2, steps=2, max_train_prompts=4,
-                   max_completion_length=16, eval_every=2, eval_samples=1, census_samples=2,
+                   max_completion_length=16, eval_every=8, eval_samples=1, census_samples=2,
                    device="cpu",
                    task_kwargs={**GPU_SMOLLM2_TASK_KWARGS, "n_train": 8, "n_eval": 4})
     cfg.update(overrides)

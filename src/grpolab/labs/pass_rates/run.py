@@ -271,7 +271,7 @@ def _write_atomic(path: str, obj) -> None:
 
 def _provenance(device) -> dict:
     from grpolab import __version__
-    from grpolab.grpo.loop import device_name, git_commit
+    from grpolab.grpo.records import device_name, git_commit
 
     return {"grpolab_version": __version__, "git_commit": git_commit(),
             "device": device_name(device)}

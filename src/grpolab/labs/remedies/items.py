@@ -30,10 +30,11 @@ import torch
 
 from grpolab import theory
 from grpolab.advantages import group_advantages
+from grpolab.grpo.config import GRPOConfig
 from grpolab.grpo.rollout import sample
 from grpolab.labs.remedies import strategies as remedies
 from grpolab.labs.remedies.report import aggregate_item
-from grpolab.labs.remedies.run import LabConfig, make_task, run_lab
+from grpolab.labs.remedies.run import Remedy, lab_config, make_task, run_lab
 
 __all__ = ["Item", "ITEMS", "config_key", "run_item", "run_probe", "task_kwargs_of"]
 
@@ -41,7 +42,8 @@ __all__ = ["Item", "ITEMS", "config_key", "run_item", "run_probe", "task_kwargs_
 # ----------------------------------------------------------------------------- items
 @dataclass
 class Item:
-    """A lab: named arms (LabConfig overrides) × seeds, plus an optional sampling probe."""
+    """A lab: named arms × seeds, plus an optional sampling probe. An arm is a flat dict of
+    overrides of GRPOConfig fields and Remedy fields (:func:`.lab_config` splits it)."""
 
     name: str
     title: str
@@ -50,9 +52,8 @@ class Item:
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
     probe: Callable | None = None  # probe(model, tokenizer, task, prompts, census) -> dict
 
-    def config(self, arm: str, seed: int, **overrides) -> LabConfig:
-        d = {**self.base, **self.arms[arm], **overrides, "seed": seed}
-        return LabConfig(**d).validate()
+    def config(self, arm: str, seed: int, **overrides) -> tuple[GRPOConfig, Remedy]:
+        return lab_config(**{**self.base, **self.arms[arm], **overrides, "seed": seed})
 
 
 def _probe_temperature(model, tokenizer, task, prompts, census, *, seed: int = 0,
@@ -194,18 +195,18 @@ for _item in ITEMS.values():
     _item.base.setdefault("completion_budget", _BUDGET)
 
 
-def config_key(config: LabConfig) -> str:
+def config_key(config: GRPOConfig, remedy: Remedy) -> str:
     """A hash of everything that determines a run: identical configs in different items
     (every item's plain G = 8 arm, say) are trained once and shared through the pool."""
     import hashlib
 
-    blob = json.dumps(config.to_dict(), sort_keys=True, default=str)
+    blob = json.dumps([config.to_dict(), asdict(remedy)], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def _copy_run(src: str, dst: str, extra: dict) -> None:
     """Copy a finished run (log, then summary last) and relabel it for its new item/arm."""
-    from grpolab.grpo.loop import write_json_atomic
+    from grpolab.grpo.records import write_json_atomic
 
     os.makedirs(dst, exist_ok=True)
     with open(os.path.join(src, "log.jsonl")) as f:
@@ -230,7 +231,7 @@ def run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = Non
     :func:`config_key`; a run whose config is already there is copied, not retrained.
     """
     from grpolab import __version__
-    from grpolab.grpo.loop import device_name, git_commit, write_json_atomic
+    from grpolab.grpo.records import device_name, git_commit, write_json_atomic
 
     if name not in ITEMS:
         raise ValueError(f"item must be one of {', '.join(ITEMS)}; got {name!r}")
@@ -254,16 +255,16 @@ def run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = Non
     if item.probe is not None and not os.path.isfile(os.path.join(out, "probe.json")):
         run_probe(name, out, cache_dir=cache_dir, log=log)
     pool_dir = pool_dir or os.path.join(os.path.dirname(os.path.abspath(out)), "_pool")
-    for (a, s), cfg in configs.items():
+    for (a, s), (cfg, rem) in configs.items():
         run_dir = os.path.join(out, "runs", a, f"seed{s}")
         if os.path.isfile(os.path.join(run_dir, "summary.json")):
             continue
-        pooled = os.path.join(pool_dir, config_key(cfg))
+        pooled = os.path.join(pool_dir, config_key(cfg, rem))
         if os.path.isfile(os.path.join(pooled, "summary.json")):
             _copy_run(pooled, run_dir, {"item": name, "arm": a})
             log(f"{name} {a} seed={s}: same config already trained, copied from {pooled}")
             continue
-        summ = run_lab(cfg, run_dir, cache_dir=cache_dir, progress=progress,
+        summ = run_lab(cfg, rem, run_dir, cache_dir=cache_dir, progress=progress,
                        extra={"item": name, "arm": a})
         _copy_run(run_dir, pooled, {})
         log(f"{name} {a} seed={s}: accuracy {summ['initial_accuracy']:.3f} -> "
@@ -275,20 +276,19 @@ def run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = Non
 def run_probe(name: str, out: str | os.PathLike, *, cache_dir: str | None = None,
               log=print) -> dict:
     """Run an item's sampling-only probe from the warm start into ``out/probe.json``."""
-    from grpolab.grpo.loop import GRPOConfig, load_policy, write_json_atomic
+    from grpolab.grpo.loop import load_policy, training_prompts
+    from grpolab.grpo.records import write_json_atomic
 
     item = ITEMS[name]
     if item.probe is None:
         raise ValueError(f"item {name!r} has no probe")
     out = os.fspath(out)
     os.makedirs(out, exist_ok=True)
-    cfg = item.config(next(iter(item.arms)), item.seeds[0])
+    cfg, rem = item.config(next(iter(item.arms)), item.seeds[0])
     cache_dir = cache_dir or os.path.join(out, "cache")
-    model, tok, _ = load_policy(GRPOConfig(warmstart=cfg.warmstart, device=cfg.device),
-                                cache_dir, torch.device(cfg.device), False)
-    task = make_task(replace(cfg, reward="task"))
-    prompts = [p for p in task.train_prompts if p.difficulty in set(cfg.train_difficulties)]
-    prompts = prompts[:cfg.max_train_prompts]
+    model, tok, _ = load_policy(cfg, cache_dir, torch.device(cfg.device), False)
+    task = make_task(cfg, replace(rem, reward="task"))
+    prompts, _ = training_prompts(cfg, task)
     t0 = time.time()
     probe = item.probe(model, tok, task, prompts, None)
     probe["seconds"] = time.time() - t0

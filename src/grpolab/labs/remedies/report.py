@@ -17,7 +17,6 @@ import numpy as np
 
 from grpolab import theory
 from grpolab.labs.remedies import strategies as remedies
-from grpolab.labs.remedies.run import LabConfig
 
 __all__ = ["aggregate_item", "dynamic_sampling_theory", "SIDE_METRIC", "plot_item",
            "results_root", "load_results", "arm_table", "compare", "publish",
@@ -125,8 +124,10 @@ def _dynamic_sampling_theory_rows(root: str) -> list[dict]:
         if not os.path.isfile(path):
             continue
         with open(path) as f:
-            cfg = LabConfig.from_dict(json.load(f)["config"])
-        G, B = cfg.num_generations, cfg.prompts_per_step
+            summ = json.load(f)
+        # GRPO fields in "config"; the remedy's own (max_batches) in "remedy_config"
+        cfg = {**summ["config"], **summ.get("remedy_config", {})}
+        G, B = cfg["num_generations"], cfg["prompts_per_step"]
         with open(os.path.join(root, s, "log.jsonl")) as f:
             recs = [r for r in map(json.loads, f) if "generation_batches" in r]
         pred_c, pred_b, pred_cap = [], [], []
@@ -135,18 +136,18 @@ def _dynamic_sampling_theory_rows(root: str) -> list[dict]:
             pred_c.append(float(theory.dynamic_sampling_expected_completions(p, G, B)))
             pred_b.append(float(theory.dynamic_sampling_expected_batches(p, G, B, B)))
             pred_cap.append(float(theory.dynamic_sampling_cap_probability(
-                p, G, B, B, cfg.max_batches)))
+                p, G, B, B, cfg["max_batches"])))
         q_obs = (sum(r["informative_generated"] for r in recs)
                  / max(1, sum(r["groups_generated"] for r in recs)))
         p_obs = remedies.pass_rate_for_informative(min(max(q_obs, 1e-9), 1.0), G)
-        batches_obs_q = _capped_batches(p_obs, G, B, cfg.max_batches)
+        batches_obs_q = _capped_batches(p_obs, G, B, cfg["max_batches"])
         rows.append({
             "seed": s, "steps": len(recs),
             # the same formulas, capped at max_batches, at the informative fraction observed
             "generation_batches_predicted_from_observed_q": batches_obs_q,
             "completions_per_step_predicted_from_observed_q": float(B * G * batches_obs_q),
             "cap_hit_probability_predicted_from_observed_q": float(
-                theory.dynamic_sampling_cap_probability(p_obs, G, B, B, cfg.max_batches)),
+                theory.dynamic_sampling_cap_probability(p_obs, G, B, B, cfg["max_batches"])),
             "q_predicted_mean": float(np.mean([r["q_predicted"] for r in recs])),
             "informative_fraction_observed": float(
                 sum(r["informative_generated"] for r in recs)

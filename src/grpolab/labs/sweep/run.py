@@ -25,38 +25,18 @@ import time
 
 import numpy as np
 
-from grpolab.grpo.loop import GRPOConfig, device_name, git_commit, write_json_atomic
+from grpolab.grpo.loop import training_prompts
+from grpolab.grpo.measure import gradient_noise, pass_rate_census
+from grpolab.grpo.records import device_name, git_commit, write_json_atomic
 from grpolab.labs.sweep.presets import SweepPreset
 
-__all__ = ["run_sweep", "run_config", "aggregate", "gradient_noise", "noise_verdict"]
+__all__ = ["run_sweep", "aggregate", "noise_verdict"]
 
 # steps.csv keeps every STEP_STRIDE-th step of every run, these columns (small enough to commit)
 STEP_STRIDE = 5
 STEP_COLUMNS = ("step", "completions", "reward_mean", "zero_gradient_observed",
                 "zero_gradient_predicted", "zero_gradient_predicted_plugin", "grad_norm",
                 "entropy", "kl", "seconds")
-
-
-def run_config(preset: SweepPreset, regime, G: int, seed: int) -> GRPOConfig:
-    """The :class:`GRPOConfig` of one run of the sweep."""
-    return GRPOConfig(
-        task=preset.task, task_kwargs=dict(preset.task_kwargs),
-        train_difficulties=list(regime.train_difficulties),
-        max_train_prompts=preset.max_train_prompts, model=preset.model,
-        warmstart=preset.warmstart, num_generations=G,
-        prompts_per_step=regime.prompts_for(G), steps=preset.steps,
-        learning_rate=preset.learning_rate, max_grad_norm=preset.max_grad_norm,
-        beta=preset.beta, loss_type=preset.loss_type, scale_rewards=preset.scale_rewards,
-        eval_every=preset.eval_every, eval_samples=preset.eval_samples, seed=seed,
-        device=preset.device, backend=preset.backend, temperature=preset.temperature,
-        top_p=preset.top_p, max_completion_length=preset.max_completion_length,
-    ).validate()
-
-
-def _train_prompts(task, config: GRPOConfig):
-    keep = set(config.train_difficulties or [])
-    prompts = [p for p in task.train_prompts if not keep or p.difficulty in keep]
-    return prompts[:config.max_train_prompts] if config.max_train_prompts else prompts
 
 
 def _census_path(out: str, regime) -> str:
@@ -66,13 +46,11 @@ def _census_path(out: str, regime) -> str:
 
 def _census(out: str, preset: SweepPreset, regime, model, tokenizer, task, config) -> np.ndarray:
     """Pass/fail of the warm start on every training prompt of the regime, cached on disk."""
-    from grpolab.grpo.loop import pass_rate_census
-
     path = _census_path(out, regime)
     if os.path.isfile(path):
         return np.load(path)
     width = max(max(preset.group_sizes), 8) * 2
-    census = pass_rate_census(model, tokenizer, task, _train_prompts(task, config),
+    census = pass_rate_census(model, tokenizer, task, training_prompts(config, task)[0],
                               samples=width, temperature=config.temperature,
                               top_p=config.top_p, max_new_tokens=config.max_completion_length,
                               seed=12345)
@@ -80,49 +58,6 @@ def _census(out: str, preset: SweepPreset, regime, model, tokenizer, task, confi
     np.save(tmp, census)
     os.replace(tmp, path)
     return census
-
-
-def gradient_noise(model, tokenizer, task, prompts, config: GRPOConfig, batches: int,
-                   seed: int = 0) -> dict:
-    """Noise of the GRPO gradient at fixed parameters, from ``batches`` independent batches.
-
-    Returns ``trace_variance`` = E‖g − ḡ‖² (the total variance of one batch's gradient),
-    ``mean_gradient_norm_sq`` = ‖ḡ‖², their ratio ``noise_to_signal``, and the mean
-    fraction of zero-variance groups. No optimizer step is taken.
-    """
-    import torch
-
-    from grpolab.grpo.loss import compute_advantages, grpo_loss, per_token_logprobs
-    from grpolab.grpo.rollout import sample
-
-    G, B = config.num_generations, config.prompts_per_step
-    gen = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    params = [p for p in model.parameters() if p.requires_grad]
-    grads, zero = [], []
-    for _ in range(batches):
-        batch = [prompts[i] for i in rng.choice(len(prompts), size=B, replace=False)]
-        r = sample(model, tokenizer, [p.text for p in batch], G, generator=gen,
-                   temperature=config.temperature, top_p=config.top_p,
-                   max_new_tokens=config.max_completion_length)
-        rewards = np.array([task.reward(batch[i // G], s) for i, s in enumerate(r.texts)])
-        zero.append(float((rewards.reshape(B, G).std(1) == 0).mean()))
-        adv = compute_advantages(rewards, G, config.scale_rewards)
-        logp, _ = per_token_logprobs(model, r.prompt_ids, r.prompt_mask, r.completion_ids,
-                                     r.completion_mask, config.temperature)
-        loss, _ = grpo_loss(logp, logp.detach(), None, adv, r.completion_mask,
-                            loss_type=config.loss_type)
-        g = torch.autograd.grad(loss, params, allow_unused=True)
-        grads.append(torch.cat([(x if x is not None else torch.zeros_like(p)).reshape(-1)
-                                for x, p in zip(g, params, strict=True)]).double())
-    stack = torch.stack(grads)
-    mean = stack.mean(0)
-    trace_var = float(((stack - mean) ** 2).sum(1).sum() / (batches - 1))
-    signal = float((mean ** 2).sum())
-    return {"G": G, "prompts_per_step": B, "batches": batches, "trace_variance": trace_var,
-            "mean_gradient_norm_sq": signal,
-            "noise_to_signal": trace_var / signal if signal > 0 else None,
-            "zero_gradient_fraction": float(np.mean(zero))}
 
 
 def noise_verdict(final_by_G: dict[int, list[float]]) -> dict:
@@ -264,7 +199,7 @@ def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bo
 
     out = os.fspath(out)
     os.makedirs(out, exist_ok=True)
-    device = resolve_device(preset.device)
+    device = resolve_device(preset.config.device)
     if preset.torch_threads and device.type == "cpu":
         torch.set_num_threads(preset.torch_threads)
     meta_path = os.path.join(out, "sweep.json")
@@ -282,9 +217,9 @@ def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bo
     cache = os.path.join(out, "cache")
     start = time.time()
     # 1. the shared warm start (cached)
-    first = run_config(preset, preset.regimes[0], preset.group_sizes[0], preset.seeds[0])
+    first = preset.run_config(preset.regimes[0], preset.group_sizes[0], preset.seeds[0])
     model, tokenizer, _ = load_policy(first, cache, device, progress)
-    task = get_task(preset.task, **preset.task_kwargs)
+    task = get_task(preset.config.task, **preset.config.task_kwargs)
     log(f"warm start ready after {time.time() - start:.0f} s")
 
     # 2. census of pass rates and the gradient-noise measurement at the warm start
@@ -295,15 +230,15 @@ def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bo
         with open(noise_path) as f:
             noise = json.load(f)
     for regime in preset.regimes:
-        cfg = run_config(preset, regime, preset.group_sizes[0], preset.seeds[0])
+        cfg = preset.run_config(regime, preset.group_sizes[0], preset.seeds[0])
         censuses[regime.name] = _census(out, preset, regime, model, tokenizer, task, cfg)
         if regime.name not in noise and preset.noise_batches >= 2:
-            prompts = _train_prompts(task, cfg)
+            prompts = training_prompts(cfg, task)[0]
             noise[regime.name] = [
                 gradient_noise(model, tokenizer, task, prompts,
-                               run_config(preset, regime, G, 0), preset.noise_batches)
+                               preset.run_config(regime, G, 0), preset.noise_batches)
                 for G in preset.group_sizes
-                if run_config(preset, regime, G, 0).prompts_per_step <= len(prompts)]
+                if preset.run_config(regime, G, 0).prompts_per_step <= len(prompts)]
             write_json_atomic(noise_path, noise)
     log(f"census and gradient noise ready after {time.time() - start:.0f} s")
     del model
@@ -313,8 +248,7 @@ def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bo
     bar = tqdm(jobs, desc=f"sweep {preset.name}", disable=not progress)
     for regime, G, seed in bar:
         run_dir = os.path.join(out, "runs", regime.name, f"G{G}-seed{seed}")
-        cfg = run_config(preset, regime, G, seed)
-        cfg.census_samples = max(G, 8)
+        cfg = preset.run_config(regime, G, seed)
         done = os.path.join(run_dir, "summary.json")
         if os.path.isfile(done):
             with open(done) as f:

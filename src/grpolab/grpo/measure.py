@@ -1,0 +1,141 @@
+"""Measurements of a policy that every lab shares: held-out accuracy, the pass-rate census,
+the running pass-rate window behind the zero-variance prediction, and gradient noise.
+
+None of these changes the policy. The loop (:mod:`grpolab.grpo.loop`) calls them, the labs
+call them directly (the sweep's gradient-noise measurement, the remedies' probes).
+
+Derived in: book/theory/03-zero-gradient.md (the prediction p^G + (1 − p)^G) and
+book/labs/01-g-sweep.md (the unbiased estimate from a window, the gradient noise).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from grpolab import theory
+from grpolab.advantages import group_advantages, zero_variance_groups
+from grpolab.grpo.rollout import sample
+
+__all__ = ["rewards_of", "evaluate", "pass_rate_census", "PassRateWindow", "gradient_noise"]
+
+
+def rewards_of(task, prompts, texts, G: int) -> np.ndarray:
+    """Training rewards of B·G prompt-major completions (G per prompt)."""
+    return np.array([task.reward(prompts[i // G], s) for i, s in enumerate(texts)], float)
+
+
+@torch.no_grad()
+def evaluate(model, tokenizer, task, prompts, *, samples: int, temperature: float,
+             top_p: float, max_new_tokens: int, generator=None) -> dict:
+    """Held-out accuracy: greedy (one completion each) and sampled (``samples`` each, i.e.
+    pass@1 estimated from ``samples`` draws), overall and per difficulty. Accuracy uses
+    ``task.correct``, never a noisy reward."""
+    texts = [p.text for p in prompts]
+    greedy = sample(model, tokenizer, texts, 1, max_new_tokens=max_new_tokens, temperature=0)
+    g_ok = np.array([task.correct(p, s) for p, s in zip(prompts, greedy.texts, strict=True)], float)
+    sampled = sample(model, tokenizer, texts, samples, max_new_tokens=max_new_tokens,
+                     temperature=temperature, top_p=top_p, generator=generator)
+    s_ok = np.array([task.correct(prompts[i // samples], s)
+                     for i, s in enumerate(sampled.texts)], float).reshape(len(prompts), samples)
+    diff = np.array([p.difficulty for p in prompts])
+    out = {"eval_greedy_accuracy": float(g_ok.mean()),
+           "eval_sampled_accuracy": float(s_ok.mean()),
+           "eval_greedy_accuracy_by_difficulty": {}, "eval_sampled_accuracy_by_difficulty": {}}
+    for d in sorted(set(diff.tolist())):
+        out["eval_greedy_accuracy_by_difficulty"][str(d)] = float(g_ok[diff == d].mean())
+        out["eval_sampled_accuracy_by_difficulty"][str(d)] = float(s_ok[diff == d].mean())
+    return out
+
+
+@torch.no_grad()
+def pass_rate_census(model, tokenizer, task, prompts, *, samples: int, temperature: float,
+                     top_p: float, max_new_tokens: int, seed: int = 0,
+                     chunk_completions: int = 4096) -> np.ndarray:
+    """(len(prompts), samples) matrix of binary training rewards > 0.5 of the current policy."""
+    gen = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
+    rows = []
+    per = max(1, chunk_completions // samples)
+    for i in range(0, len(prompts), per):
+        chunk = prompts[i:i + per]
+        r = sample(model, tokenizer, [p.text for p in chunk], samples,
+                   max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+                   generator=gen)
+        rows.append(rewards_of(task, chunk, r.texts, samples).reshape(len(chunk), samples))
+    return np.concatenate(rows) > 0.5
+
+
+class PassRateWindow:
+    """The last ``width`` binary rewards of every training prompt (a ring buffer), seeded
+    with the first ``width`` columns of the starting policy's census.
+
+    Both backends use this one class, with the same slice of the census, so their
+    predicted zero-variance fractions are computed the same way.
+    """
+
+    def __init__(self, census: np.ndarray, width: int | None = None):
+        width = census.shape[1] if width is None else width
+        if census.ndim != 2 or census.shape[1] < width:
+            raise ValueError(f"census must have >= {width} columns, got shape {census.shape}")
+        self.hits = census[:, :width].astype(bool).copy()  # (n_prompts, width)
+        self.next = np.zeros(len(census), dtype=int)
+
+    def predict(self, idx, G: int) -> tuple[np.ndarray, np.ndarray]:
+        """Unbiased and plug-in estimates of p^G + (1 − p)^G for prompts ``idx``."""
+        k = self.hits[idx].sum(1)
+        n = self.hits.shape[1]
+        unbiased = np.asarray(theory.unbiased_zero_gradient_estimate(k, np.full_like(k, n), G))
+        plug_in = np.asarray(theory.zero_gradient_probability(k / n, G))
+        return unbiased, plug_in
+
+    def push(self, idx, outcomes) -> None:
+        """Record each prompt's new binary outcomes (its most recent ``width`` are kept)."""
+        width = self.hits.shape[1]
+        for j, row in zip(idx, outcomes, strict=True):
+            for hit in np.asarray(row)[-width:]:
+                self.hits[j, self.next[j]] = hit
+                self.next[j] = (self.next[j] + 1) % width
+
+
+def gradient_noise(model, tokenizer, task, prompts, config, batches: int, seed: int = 0) -> dict:
+    """Noise of the GRPO gradient at fixed parameters, from ``batches`` independent batches
+    of ``config.prompts_per_step`` prompts × ``config.num_generations`` completions.
+
+    Returns ``trace_variance`` = E‖g − ḡ‖² (the total variance of one batch's gradient),
+    ``mean_gradient_norm_sq`` = ‖ḡ‖², their ratio ``noise_to_signal``, and the mean
+    fraction of zero-variance groups (within the tolerance of
+    :func:`grpolab.advantages.zero_variance_groups`, not ``std == 0``). No optimizer step.
+    """
+    from grpolab.grpo.loss import grpo_loss, per_token_logprobs
+
+    G, B = config.num_generations, config.prompts_per_step
+    gen = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    params = [p for p in model.parameters() if p.requires_grad]
+    grads, zero = [], []
+    for _ in range(batches):
+        batch = [prompts[i] for i in rng.choice(len(prompts), size=B, replace=False)]
+        r = sample(model, tokenizer, [p.text for p in batch], G, generator=gen,
+                   temperature=config.temperature, top_p=config.top_p,
+                   max_new_tokens=config.max_completion_length)
+        rewards = rewards_of(task, batch, r.texts, G)
+        zero.append(float(zero_variance_groups(rewards, G).mean()))
+        adv = group_advantages(torch.as_tensor(rewards, dtype=torch.float32), G,
+                               scale=config.scale_rewards, baseline=config.advantage_baseline,
+                               ddof=config.advantage_ddof, eps=config.advantage_eps)
+        logp, _ = per_token_logprobs(model, r.prompt_ids, r.prompt_mask, r.completion_ids,
+                                     r.completion_mask, config.temperature)
+        loss, _ = grpo_loss(logp, logp.detach(), None, adv, r.completion_mask,
+                            loss_type=config.loss_type,
+                            max_completion_length=config.max_completion_length)
+        g = torch.autograd.grad(loss, params, allow_unused=True)
+        grads.append(torch.cat([(x if x is not None else torch.zeros_like(p)).reshape(-1)
+                                for x, p in zip(g, params, strict=True)]).double())
+    stack = torch.stack(grads)
+    mean = stack.mean(0)
+    trace_var = float(((stack - mean) ** 2).sum(1).sum() / (batches - 1))
+    signal = float((mean ** 2).sum())
+    return {"G": G, "prompts_per_step": B, "batches": batches, "trace_variance": trace_var,
+            "mean_gradient_norm_sq": signal,
+            "noise_to_signal": trace_var / signal if signal > 0 else None,
+            "zero_gradient_fraction": float(np.mean(zero))}
