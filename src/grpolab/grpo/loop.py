@@ -238,6 +238,16 @@ def _kl_to(model, reference, roll: Rollout, temperature: float) -> float:
     return float(((torch.exp(delta) - delta - 1) * m).sum() / m.sum().clamp(min=1))
 
 
+def _start_checksum(config: GRPOConfig, source: str) -> dict:
+    """The warm start's weight checksum and its cache key (tiny model only): a fresh clone
+    that trains the warm start again can check it got the same weights."""
+    if config.model != "tiny":
+        return {}
+    from grpolab.models.warmstart import weights_checksum
+
+    return {"warmstart_key": config.warmstart.key(), "warmstart_sha256": weights_checksum(source)}
+
+
 def _is_binary(rewards: np.ndarray) -> bool:
     return bool(np.all((rewards == 0) | (rewards == 1)))
 
@@ -405,7 +415,7 @@ def run(config: GRPOConfig, out_dir: str | os.PathLike, *, cache_dir: str | None
         "initial_completion_length": float(np.mean(lengths[:5])) if lengths else None,
         "final_completion_length": float(np.mean(lengths[-5:])) if lengths else None,
         "completions": state.completions, "tokens": tokens, "seconds": time.time() - start,
-        "batches": batches.name, **batches.summary(),
+        "batches": batches.name, **batches.summary(), **_start_checksum(config, source),
         "policy": source, "config": config.to_dict(), **provenance(device), **(extra or {}),
     }
     write_json_atomic(os.path.join(out_dir, "summary.json"), summary)

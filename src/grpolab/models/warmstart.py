@@ -20,7 +20,8 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["WarmStartConfig", "warm_start", "supervised_batch"]
+__all__ = ["WarmStartConfig", "warm_start", "supervised_batch", "training_environment",
+           "weights_checksum"]
 
 
 @dataclass
@@ -38,8 +39,42 @@ class WarmStartConfig:
     n_head: int = 4
 
     def key(self) -> str:
-        blob = json.dumps(asdict(self), sort_keys=True)
+        """Cache key: this config plus everything else that changes the weights (the code
+        that builds and trains the model, the torch version, torch's thread count), so
+        weights trained by other code or on another thread count are never reused."""
+        blob = json.dumps({"config": asdict(self), "environment": training_environment()},
+                          sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+#: The source files whose code determines the warm-start weights.
+_WEIGHT_CODE = ("models/tiny.py", "models/tokenizer.py", "models/warmstart.py",
+                "tasks/arithmetic.py")
+
+
+def training_environment() -> dict:
+    """What besides :class:`WarmStartConfig` changes the trained weights: a hash of the
+    code in :data:`_WEIGHT_CODE`, the torch version and torch's intra-op thread count
+    (float reductions are summed in a thread-dependent order)."""
+    import torch
+
+    from grpolab._paths import PACKAGE_DIR
+
+    code = hashlib.sha256()
+    for rel in _WEIGHT_CODE:
+        code.update(rel.encode())
+        code.update((PACKAGE_DIR / rel).read_bytes())
+    return {"code_sha256": code.hexdigest()[:16], "torch": torch.__version__,
+            "torch_threads": torch.get_num_threads()}
+
+
+def weights_checksum(path: str | os.PathLike) -> str:
+    """sha256 of a saved model's ``model.safetensors`` (recorded in every result)."""
+    digest = hashlib.sha256()
+    with open(os.path.join(os.fspath(path), "model.safetensors"), "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def supervised_batch(tokenizer, prompts, device):
@@ -109,7 +144,8 @@ def warm_start(config: WarmStartConfig, cache_dir: str | os.PathLike, *, device=
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     with open(os.path.join(tmp, "warmstart.json"), "w") as f:
-        json.dump({"config": asdict(config), "seconds": time.time() - start,
+        json.dump({"config": asdict(config), "environment": training_environment(),
+                   "weights_sha256": weights_checksum(tmp), "seconds": time.time() - start,
                    "loss_every_10_steps": losses[::10], "final_loss": losses[-1]}, f, indent=1)
     if os.path.isdir(final):  # another process finished first: keep theirs
         shutil.rmtree(tmp, ignore_errors=True)
