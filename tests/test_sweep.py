@@ -10,7 +10,7 @@ import torch
 import grpolab.grpo.loop
 from grpolab.cli.main import main as cli_main
 from grpolab.labs.sweep.presets import Regime, get_preset
-from grpolab.labs.sweep.run import noise_verdict, run_sweep
+from grpolab.labs.sweep.run import regime_verdicts, run_sweep
 from grpolab.models.warmstart import WarmStartConfig
 
 TASK = {"digits": [1, 2], "n_train": 120, "n_eval": 30}
@@ -77,12 +77,14 @@ def test_killed_sweep_resumes_without_redoing_finished_runs(tmp_path, monkeypatc
         assert a[key] == b[key], key
 
 
-def test_noise_verdict():
-    v = noise_verdict({2: [0.5, 0.52, 0.48], 8: [0.51, 0.49, 0.53]})
-    assert v["within_noise"] is True and "within seed noise" in v["statement"]
-    v = noise_verdict({2: [0.2, 0.21, 0.19], 8: [0.6, 0.61, 0.59]})
-    assert v["within_noise"] is False and v["best_G"] == 8
-    assert noise_verdict({2: [0.5], 8: [0.6]})["within_noise"] is None
+def test_regime_verdicts_use_the_declared_test():
+    runs = [{"regime": "mixed", "G": G, "seed": s, "final_sampled_accuracy": 0.4 + 0.01 * s,
+             "final_accuracy": 0.5} for G in (2, 4, 8) for s in range(3)]
+    v = regime_verdicts(runs, "mixed")
+    assert v["verdict"]["metric"] == "final_sampled_accuracy"  # the primary metric
+    assert v["verdict"]["trend"]["slope_per_doubling"] == pytest.approx(0.0, abs=1e-12)
+    assert "no detectable trend" in v["verdict"]["statement"]
+    assert regime_verdicts(runs, "hard") == {}
 
 
 @pytest.mark.parametrize("argv,match", [

@@ -30,7 +30,7 @@ from grpolab.grpo.measure import gradient_noise, pass_rate_census
 from grpolab.grpo.records import device_name, git_commit, write_json_atomic
 from grpolab.labs.sweep.presets import SweepPreset
 
-__all__ = ["run_sweep", "aggregate", "noise_verdict"]
+__all__ = ["run_sweep", "aggregate", "regime_verdicts", "PRIMARY_METRIC"]
 
 # steps.csv keeps every STEP_STRIDE-th step of every run, these columns (small enough to commit)
 STEP_STRIDE = 5
@@ -60,29 +60,27 @@ def _census(out: str, preset: SweepPreset, regime, model, tokenizer, task, confi
     return census
 
 
-def noise_verdict(final_by_G: dict[int, list[float]]) -> dict:
-    """Is the spread of mean final accuracy across G larger than seed noise?
+#: The sweep's pre-declared primary metric (sampled pass@1 on the held-out prompts) and its
+#: secondary view (greedy accuracy); the test is :func:`grpolab.labs.stats.g_verdict`.
+PRIMARY_METRIC = "final_sampled_accuracy"
+SECONDARY_METRIC = "final_accuracy"
 
-    Compares the best and worst G by mean final accuracy: the difference counts as real
-    when it exceeds twice its standard error, sqrt(s₁²/n₁ + s₂²/n₂) (s = std across seeds).
-    With a single seed there is no noise estimate and the verdict says so.
-    """
-    means = {G: float(np.mean(v)) for G, v in final_by_G.items()}
-    best, worst = max(means, key=means.get), min(means, key=means.get)
-    diff = means[best] - means[worst]
-    nb, nw = len(final_by_G[best]), len(final_by_G[worst])
-    if min(nb, nw) < 2:
-        return {"best_G": best, "worst_G": worst, "difference": diff, "standard_error": None,
-                "within_noise": None,
-                "statement": "one seed per G: no estimate of seed noise, no verdict"}
-    se = float(np.sqrt(np.var(final_by_G[best], ddof=1) / nb
-                       + np.var(final_by_G[worst], ddof=1) / nw))
-    within = bool(diff <= 2 * se)
-    statement = (f"best G={best} ({means[best]:.3f}) vs worst G={worst} ({means[worst]:.3f}): "
-                 f"difference {diff:.3f}, 2 standard errors {2 * se:.3f}: "
-                 + ("within seed noise" if within else "larger than seed noise"))
-    return {"best_G": best, "worst_G": worst, "difference": diff, "standard_error": se,
-            "within_noise": within, "statement": statement}
+
+def regime_verdicts(runs: list[dict], regime: str) -> dict:
+    """The pre-declared tests for one regime's finished runs (the trend in log₂ G across
+    seeds, and all pairwise G contrasts with Holm's correction), for the primary metric
+    and the greedy secondary view. Works on committed ``summary.json`` runs too."""
+    from grpolab.labs.stats import g_verdict
+
+    out = {}
+    for key, metric in (("verdict", PRIMARY_METRIC), ("verdict_greedy", SECONDARY_METRIC)):
+        table: dict[int, dict[int, float]] = {}
+        for r in runs:
+            if r.get("regime") == regime and r.get(metric) is not None:
+                table.setdefault(int(r["G"]), {})[int(r["seed"])] = float(r[metric])
+        if len(table) >= 2:
+            out[key] = g_verdict(table, metric)
+    return out
 
 
 def aggregate(out: str, preset: SweepPreset) -> dict:
@@ -156,7 +154,7 @@ def aggregate(out: str, preset: SweepPreset) -> dict:
             else None,
             "zero_gradient_at_warm_start_theory": theory_zero,
             "zero_gradient_at_warm_start_theory_plugin": theory_zero_plugin,
-            "verdict": noise_verdict(final_by_G),
+            **regime_verdicts(mine, regime.name),
         }
     all_gaps = [r["zero_gradient_abs_gap"] for r in runs if r["zero_gradient_abs_gap"] is not None]
     summary = {
