@@ -10,7 +10,6 @@ Derived in: book/labs/03-remedies.md.
 from __future__ import annotations
 
 import json
-import math
 import os
 
 import numpy as np
@@ -19,7 +18,7 @@ from grpolab import theory
 from grpolab.labs.remedies import strategies as remedies
 
 __all__ = ["aggregate_item", "dynamic_sampling_theory", "SIDE_METRIC", "plot_item",
-           "results_root", "load_results", "arm_table", "compare", "publish",
+           "results_root", "load_results", "arm_table", "compare", "compare_family", "publish",
            "reproduce_command", "display_item", "table_html", "show_table"]
 
 
@@ -35,7 +34,7 @@ def _mean_sd(v: list[float]) -> dict:
 def aggregate_item(out: str | os.PathLike) -> dict:
     """Per-arm means and seed standard deviations of every summary metric into
     ``results.json`` (small; committed), plus accuracy-vs-completions curves per arm."""
-    from grpolab.grpo.loop import write_json_atomic
+    from grpolab.grpo.records import write_json_atomic
 
     out = os.fspath(out)
     with open(os.path.join(out, "item.json")) as f:
@@ -321,19 +320,45 @@ def arm_table(results: dict, metrics: dict[str, str] | None = None, digits: int 
     return "\n".join(rows)
 
 
+def _by_seed(results: dict, arm: str, metric: str) -> dict[int, float]:
+    """An arm's per-seed values of ``metric`` ({seed: value}; seed order as in ``seeds``)."""
+    entry = results["results"][arm][metric]
+    values = entry.get("values") or []
+    seeds = results.get("seeds") or list(range(len(values)))
+    if len(values) != len(seeds):  # some seeds missing: values cannot be paired by seed
+        return {-1 - i: v for i, v in enumerate(values)}
+    return dict(zip(seeds, values, strict=True))
+
+
 def compare(results: dict, a: str, b: str, metric: str = "final_accuracy") -> dict:
-    """Difference of arm means (a − b) and twice its standard error across seeds
-    (√(s_a²/n_a + s_b²/n_b)); ``within_noise`` when |difference| ≤ 2 SE."""
-    ra, rb = results["results"][a][metric], results["results"][b][metric]
-    diff = ra["mean"] - rb["mean"]
-    if ra.get("sd") is None or rb.get("sd") is None:
-        return {"difference": diff, "two_se": None, "within_noise": None,
-                "text": f"{a} − {b}: {diff:+.3f} (one seed: no noise estimate)"}
-    two_se = 2 * math.sqrt(ra["sd"] ** 2 / ra["n"] + rb["sd"] ** 2 / rb["n"])
-    within = abs(diff) <= two_se
-    return {"difference": diff, "two_se": two_se, "within_noise": within,
-            "text": f"{a} − {b} ({metric}): {diff:+.3f}, 2 SE = {two_se:.3f}: "
-                    + ("within seed noise" if within else "larger than seed noise")}
+    """The difference of arms a − b on ``metric`` with its 95% t interval: paired by seed
+    when both arms ran the same seeds (they share prompt orders), Welch's otherwise.
+    One contrast, uncorrected; use :func:`compare_family` for a family of contrasts."""
+    from grpolab.labs.stats import contrast
+
+    c = contrast(_by_seed(results, a, metric), _by_seed(results, b, metric))
+    if c["low"] is None:
+        text = f"{a} − {b} ({metric}): {c['difference']:+.3f} (one seed: no interval)"
+    else:
+        text = (f"{a} − {b} ({metric}): {c['difference']:+.3f}, 95% CI "
+                f"[{c['low']:+.3f}, {c['high']:+.3f}] ({c['test']}, n={c['n']})")
+    return {**c, "text": text}
+
+
+def compare_family(results: dict, pairs: list[tuple[str, str]],
+                   metric: str = "final_accuracy", alpha: float = 0.05) -> list[dict]:
+    """:func:`compare` for every pair, with Holm-adjusted p-values over the family; a
+    contrast ``differs`` only when its adjusted p < ``alpha``."""
+    from grpolab.labs.stats import holm
+
+    rows = [compare(results, a, b, metric) for a, b in pairs]
+    for row, adj in zip(rows, holm([r["p_value"] for r in rows]), strict=True):
+        row["p_holm"] = adj
+        row["differs"] = adj is not None and adj < alpha
+        if adj is not None:
+            row["text"] += (f"; Holm p = {adj:.3f} over {len(rows)}: "
+                            + ("differs" if row["differs"] else "no detectable difference"))
+    return rows
 
 
 def publish(out: str | os.PathLike, dest: str | os.PathLike) -> list[str]:
