@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+import typing
 
 import pytest
 
@@ -79,6 +80,21 @@ def test_config_overrides_are_only_what_was_typed():
     assert config_overrides(_parser().parse_args([])) == {}
     none = _parser().parse_args(["--train-difficulties", "none"])
     assert config_overrides(none) == {"train_difficulties": None}
+
+
+@pytest.mark.parametrize("annotation, argv, value", [
+    (typing.Literal["a", "b"], ["b"], "b"),
+    (tuple[int, ...], ["1", "2"], [1, 2]),
+    (float | None, ["none"], None),
+    (set[str], ['["x"]'], ["x"]),  # no syntax of its own: a JSON value
+])
+def test_annotations_without_a_field_today_still_get_a_flag(annotation, argv, value):
+    """A field the lead adds later with another annotation never breaks the parser."""
+    from grpolab.cli._config_args import _argument_spec
+
+    p = OneLineErrorParser(prog="t")
+    p.add_argument("--x", **_argument_spec("x", annotation, "--x"))
+    assert p.parse_args(["--x", *argv]).x == value
 
 
 def test_apply_overrides_merges_dicts_and_validates():

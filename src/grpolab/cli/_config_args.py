@@ -110,22 +110,40 @@ def _show(value) -> str:
     return "none" if value is None else str(value)
 
 
+def _json_value_parser(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc.msg}): {text!r}") from None
+
+
+_json_value_parser.__name__ = "JSON value"
+
+
 def _argument_spec(name: str, annotation, flag: str) -> dict:
-    """argparse keyword arguments (type, nargs, metavar) for one field's annotation."""
+    """argparse keyword arguments (type, nargs, metavar, choices) for one field's annotation.
+
+    Scalars, ``Literal``, lists/tuples of scalars, dicts and dataclasses get their own
+    syntax; any other annotation takes a JSON value, so a new field never breaks the CLI.
+    """
     inner, optional = _optional_inner(annotation)
     origin = typing.get_origin(inner) or inner
-    if origin is list:
-        (item,) = typing.get_args(inner) or (str,)
-        if item not in (int, float, str):
-            raise TypeError(f"GRPOConfig.{name}: no flag syntax for lists of {item!r}")
-        return dict(type=_scalar_parser(item, optional, flag), nargs="+",
-                    metavar=item.__name__.upper()[0])
-    if origin is dict or dataclasses.is_dataclass(inner):
+    if origin is typing.Literal:
+        values = typing.get_args(inner)
+        kind = type(values[0])
+        return dict(type=_scalar_parser(kind, optional, flag), metavar="{" + ",".join(
+            map(str, values)) + "}", choices=[*values, None] if optional else list(values))
+    if origin in (list, tuple):
+        items = [a for a in typing.get_args(inner) if a is not Ellipsis] or [str]
+        if len(set(items)) == 1 and items[0] in (int, float, str):
+            return dict(type=_scalar_parser(items[0], optional, flag), nargs="+",
+                        metavar=items[0].__name__.upper()[0])
+    elif origin is dict or dataclasses.is_dataclass(inner):
         return dict(type=_json_object_parser(inner, flag), metavar="JSON")
-    if inner in (int, float, str, bool):
+    elif inner in (int, float, str, bool):
         metavar = {int: "N", float: "X", str: "NAME", bool: "BOOL"}[inner]
         return dict(type=_scalar_parser(inner, optional, flag), metavar=metavar)
-    raise TypeError(f"GRPOConfig.{name}: no flag syntax for annotation {annotation!r}")
+    return dict(type=_json_value_parser, metavar="JSON")
 
 
 def add_config_arguments(parser: argparse.ArgumentParser, defaults: GRPOConfig, *,
@@ -173,11 +191,13 @@ def config_overrides(args: argparse.Namespace) -> dict:
     fields hold only the keys given (merge them with :func:`apply_overrides`).
     """
     out = {}
+    hints = typing.get_type_hints(GRPOConfig)
     for f in dataclasses.fields(GRPOConfig):
         value = getattr(args, _DEST_PREFIX + f.name, UNSET)
         if value is UNSET:
             continue
-        if isinstance(value, list) and any(v is None for v in value):
+        several = "nargs" in _argument_spec(f.name, hints[f.name], flag_name(f.name))
+        if several and any(v is None for v in value):
             if len(value) != 1:
                 raise ValueError(f"{flag_name(f.name)}: 'none' cannot be mixed with values")
             value = None
