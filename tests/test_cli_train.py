@@ -228,6 +228,20 @@ def test_a_finished_run_is_not_trained_again(tmp_path, monkeypatch, capsys):
     assert calls == []
 
 
+def test_config_file_reruns_a_summary(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    calls = _capture_run(monkeypatch, "grpolab.grpo.loop")
+    first = preset_run_config("cpu-full", {"num_generations": 4, "seed": 2}, regime="hard")
+    (tmp_path / "summary.json").write_text(json.dumps({"G": 4, "config": first.to_dict()}))
+    assert main(["lab", "train", "--config", str(tmp_path / "summary.json"), "--steps", "7",
+                 "--out", str(tmp_path / "rerun")]) == 0
+    (config, _), = calls
+    assert config == apply_overrides(first, {"steps": 7})
+    (tmp_path / "bad.json").write_text('{"no_such_field": 1}')
+    assert main(["lab", "train", "--config", str(tmp_path / "bad.json"), "--out",
+                 str(tmp_path / "x")]) == 2
+
+
 # ------------------------------------------------------------------ the other commands
 def test_pass_rates_missing_package_is_one_line(tmp_path, monkeypatch, capsys):
     """A missing package through ``grpolab lab pass-rates``: one line, exit code 2."""

@@ -37,6 +37,9 @@ def register(lab_sub) -> None:
                    "default: GRPOConfig's defaults")
     p.add_argument("--regime", default=None,
                    help="which regime of the preset (default: its first)")
+    p.add_argument("--config", default=None, metavar="JSON_FILE",
+                   help="GRPOConfig fields from a JSON file, over the preset and under the "
+                   "flags; a run's summary.json works too (its 'config'), to rerun it")
     p.add_argument("--cache", default=None, help="warm-start cache directory (default: OUT/cache)")
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: torch's)")
@@ -98,6 +101,22 @@ def preset_run_config(name: str | None, overrides: dict | None = None,
     return apply_overrides(base, overrides)
 
 
+def _config_file(path: str | None) -> dict:
+    """The GRPOConfig fields in a JSON file (a plain object, or a summary.json's 'config')."""
+    if path is None:
+        return {}
+    with open(path) as f:  # a missing file: FileNotFoundError, one line from main
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--config {path}: not JSON ({exc.msg})") from None
+    if isinstance(data, dict) and isinstance(data.get("config"), dict):
+        data = data["config"]
+    if not isinstance(data, dict):
+        raise ValueError(f"--config {path}: expected a JSON object of GRPOConfig fields")
+    return data
+
+
 def _finished(out: str, config: GRPOConfig) -> dict | None:
     """The summary of a finished run of ``config`` in ``out``; an error for another config."""
     path = os.path.join(out, "summary.json")
@@ -119,7 +138,8 @@ def run_train(args: argparse.Namespace) -> int:
         raise CLIError(f"--threads must be >= 1, got {args.threads}")
     if args.lora_r < 0:
         raise CLIError(f"--lora-r must be >= 0, got {args.lora_r}")
-    config = preset_run_config(args.preset, config_overrides(args), regime=args.regime)
+    overrides = {**_config_file(args.config), **config_overrides(args)}
+    config = preset_run_config(args.preset, overrides, regime=args.regime)
     if config.backend != "trl" and (args.use_vllm or args.lora_r):
         raise CLIError("--use-vllm and --lora-r need --backend trl")
     is_main = os.environ.get("RANK", "0") == "0"
