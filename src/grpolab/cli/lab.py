@@ -1,9 +1,11 @@
-"""``grpolab lab``: the G sweep on a real (tiny) training run.
+"""``grpolab lab``: the G sweep on a real (tiny) training run, one run, pass rates.
 
     grpolab lab sweep --preset cpu-quick --out runs/quick     # minutes on 2 CPU cores
     grpolab lab sweep --preset cpu-full --out labs/results/cpu-full
     grpolab lab plot --out runs/quick                         # redraw the plots
     grpolab lab presets                                       # list the presets
+    grpolab lab train --preset cpu-quick --G 8 --seed 0 --out runs/G8   # one run
+    grpolab lab pass-rates --out labs/results/smollm2-pass-rates        # measure p
 
 Rerunning a sweep with the same command resumes it: finished runs are skipped.
 """
@@ -11,6 +13,8 @@ Rerunning a sweep with the same command resumes it: finished runs are skipped.
 from __future__ import annotations
 
 import argparse
+
+from grpolab.cli import _pass_rates, _train
 
 
 def register(sub) -> None:
@@ -57,6 +61,9 @@ def register(sub) -> None:
 
     pr = lab_sub.add_parser("presets", help="list the sweep presets")
     pr.set_defaults(func=run_presets_cmd)
+
+    _train.register(lab_sub)
+    _pass_rates.register(lab_sub)
 
 
 def _positive(value, name):

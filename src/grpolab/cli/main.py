@@ -4,8 +4,12 @@ Subcommands live in :mod:`grpolab.cli`, one module each (``main`` excepted); eve
 module defines ``register(subparsers)``. Modules import heavy packages (torch, transformers) only
 inside the function that runs, so ``grpolab --help`` and ``grpolab theory`` stay fast.
 
-Errors are one line (``error: ...``) with exit code 2 and no traceback; Ctrl-C exits
-with 130 after the subcommand has saved what it finished.
+Errors are one line (``error: ...``) with exit code 2 and no traceback (bad input, a
+missing file, a missing optional package); Ctrl-C exits with 130 after the subcommand has
+saved what it finished.
+
+``python -m grpolab ...`` (:mod:`grpolab.__main__`) is the same command, which is how
+``accelerate launch -m grpolab lab train ...`` starts one process per GPU.
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, CLIError, FileNotFoundError) as exc:
+    except (ValueError, CLIError, FileNotFoundError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -61,10 +65,3 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 130
 
-
-if __name__ == "__main__":  # pragma: no cover
-    # Run the package's copy of main, so CLIError raised by subcommands (which import
-    # grpolab.cli.main) is the class caught here, not a second copy living in __main__.
-    from grpolab.cli.main import main as package_main
-
-    sys.exit(package_main())

@@ -20,11 +20,11 @@ backends then compute the same advantages and the same loss on the same batch
 
 Many GPUs (one process per GPU; B·G must divide by the number of processes)::
 
-    accelerate launch --num_processes 8 -m grpolab.grpo.trl_backend \\
+    accelerate launch --num_processes 8 -m grpolab lab train --backend trl \\
         --preset gpu-smollm2 --G 16 --seed 0 --out runs/trl-smollm2-G16
 
     # generation in vLLM, sharing the training GPUs (needs `pip install vllm`):
-    accelerate launch --num_processes 8 -m grpolab.grpo.trl_backend \\
+    accelerate launch --num_processes 8 -m grpolab lab train --backend trl \\
         --preset gpu-smollm2 --G 16 --seed 0 --use-vllm --out runs/trl-smollm2-G16-vllm
 
 Derived in: book/labs/02-smollm2.md ("Scaling out: the TRL backend").
@@ -32,11 +32,8 @@ Derived in: book/labs/02-smollm2.md ("Scaling out: the TRL backend").
 
 from __future__ import annotations
 
-import argparse
-import copy
 import json
 import os
-import sys
 import time
 from dataclasses import replace
 
@@ -45,7 +42,7 @@ import numpy as np
 from grpolab import theory
 from grpolab.advantages import zero_variance_groups
 
-__all__ = ["RewardRecorder", "callback_class", "trl_args", "build_trainer", "run", "main",
+__all__ = ["RewardRecorder", "callback_class", "trl_args", "build_trainer", "run",
            "completion_text"]
 
 
@@ -405,76 +402,3 @@ def zero_gradient_prediction(census: np.ndarray, G: int) -> float:
     k = census.sum(1)
     n = np.full_like(k, census.shape[1])
     return float(np.mean(theory.unbiased_zero_gradient_estimate(k, n, G)))
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m grpolab.grpo.trl_backend`` (or under ``accelerate launch -m``): one TRL run."""
-    from grpolab.grpo.config import GRPOConfig
-
-    ap = argparse.ArgumentParser(prog="python -m grpolab.grpo.trl_backend",
-                                 description="One GRPO run through TRL's GRPOTrainer.")
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--preset", default=None,
-                    help="start from a preset of grpolab.labs.sweep.presets (e.g. gpu-smollm2)")
-    ap.add_argument("--config", default=None, help="a JSON file of GRPOConfig fields")
-    ap.add_argument("--G", type=int, default=None, help="num_generations")
-    ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--steps", type=int, default=None)
-    ap.add_argument("--use-vllm", action="store_true", help="generate with vLLM (colocate)")
-    ap.add_argument("--lora-r", type=int, default=0, help="LoRA rank (0 = full fine-tune)")
-    ap.add_argument("--smoke", action="store_true",
-                    help="gpu-smollm2 only: shrink everything but the model for a CPU check")
-    args = ap.parse_args(argv)
-    try:
-        cfg = GRPOConfig()
-        if args.preset:
-            cfg = _preset_config(args.preset, smoke=args.smoke)
-        if args.config:
-            with open(args.config) as f:
-                cfg = GRPOConfig.from_dict({**cfg.to_dict(), **json.load(f)})
-        cfg = copy.deepcopy(cfg)
-        cfg.backend = "trl"
-        if args.G is not None:
-            cfg.num_generations = args.G
-        if args.seed is not None:
-            cfg.seed = args.seed
-        if args.steps is not None:
-            cfg.steps = args.steps
-        s = run(cfg, args.out, use_vllm=args.use_vllm, lora_r=args.lora_r)
-    except (ValueError, FileNotFoundError, ImportError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
-    gap = s["zero_gradient_abs_gap"]
-    print(f"G={s['G']} seed={s['seed']}: accuracy {s['initial_accuracy']:.3f} -> "
-          f"{s['final_accuracy']:.3f}, zero-gradient observed {s['zero_gradient_observed']} "
-          f"predicted {s['zero_gradient_predicted']} (gap {gap}), {s['seconds']:.0f} s")
-    return 0
-
-
-def _preset_config(name: str, smoke: bool = False):
-    """The GRPOConfig of a preset: from :mod:`grpolab.labs.sweep.presets` when it defines ``name``,
-    else ``gpu-smollm2`` from :mod:`grpolab.models.smollm2`."""
-    try:
-        from grpolab.labs.sweep import presets
-    except ImportError:
-        presets = None
-    getter = getattr(presets, "get_preset", None) if presets is not None else None
-    if getter is not None and not smoke:
-        try:
-            preset = getter(name)
-        except (KeyError, ValueError):
-            preset = None
-        if preset is not None:
-            return getattr(preset, "config", preset)
-    if name == "gpu-smollm2":
-        from grpolab.models.smollm2 import gpu_smollm2_config
-
-        return gpu_smollm2_config(smoke=smoke)
-    raise ValueError(f"unknown preset {name!r}")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

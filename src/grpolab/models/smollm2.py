@@ -28,7 +28,7 @@ from pathlib import Path
 
 __all__ = [
     "GGUF_FILE", "PACKAGE", "INSTALL_HINT", "find_gguf", "cache_dir", "load_smollm2",
-    "is_cached", "SMOLLM2", "load", "load_tokenizer", "gpu_smollm2_config",
+    "is_cached", "SMOLLM2", "load", "load_tokenizer", "time_loads",
     "GPU_SMOLLM2_HPARAMS", "GPU_SMOLLM2_TASK_KWARGS", "GPU_SMOLLM2_GROUP_SIZES",
 ]
 
@@ -235,46 +235,24 @@ GPU_SMOLLM2_TASK_KWARGS = {"levels": [1, 2, 3, 4], "n_train": 400, "n_eval": 100
                            "chat_template": "smollm2"}
 
 
-#: Everything else of a gpu-smollm2 run (plain values: importing them needs no torch).
+#: Everything else of a gpu-smollm2 run (plain values: importing them needs no torch; the
+#: preset in grpolab.labs.sweep.presets turns them into configs, and
+#: ``grpolab lab train --preset gpu-smollm2 --G 8 --seed 0`` is one run).
+#:
+#: Full fine-tune of all 134.5M parameters, not LoRA: at this size the weights, grads and
+#: AdamW state take about 2.2 GB in float32, nothing for one GPU, so LoRA would save
+#: nothing that matters while adding a confound (an adapter's rank limits the update) to a
+#: lab about G. LoRA remains one flag away on the TRL backend (``--lora-r``).
+#: Sized for <= 15 minutes on one modern GPU for the 4 G values x 1 seed at 64 completions
+#: per step and 100 steps (an estimate from the CPU timings; not yet run on a GPU).
+#: Sampling matches the pass-rate lab (temperature 0.7, 48 new tokens), so that lab measures
+#: the p this sweep starts from. Difficulty 4 stays in the held-out set only.
 GPU_SMOLLM2_HPARAMS = dict(
     task="word_problems", train_difficulties=(1, 2, 3), max_train_prompts=256, model=SMOLLM2,
     steps=100, learning_rate=1e-5, max_grad_norm=1.0, beta=0.0, loss_type="dapo",
     scale_rewards="group", temperature=0.7, top_p=1.0, max_completion_length=48,
     eval_every=25 * 64, eval_samples=4,  # completions: every 25 steps of 64
 )
-
-
-def gpu_smollm2_config(G: int = 8, seed: int = 0, *, smoke: bool = False, **overrides):
-    """The :class:`grpolab.grpo.loop.GRPOConfig` of one run of the ``gpu-smollm2`` sweep.
-
-    Full fine-tune of all 134.5M parameters, not LoRA: at this size the weights, grads and
-    AdamW state take about 2.2 GB in float32, nothing for one GPU, so LoRA would save
-    nothing that matters while adding a confound (an adapter's rank limits the update)
-    to a lab about G. LoRA remains one flag away on the TRL backend (``--lora-r``).
-
-    Sized for ≤ 15 minutes on one modern GPU for the 4 G values × 1 seed at 64 completions
-    per step and 100 steps (an estimate from the CPU timings; not yet run on a GPU).
-    Sampling matches the pass-rate lab (temperature 0.7, 48 new tokens), so that lab
-    measures the p this sweep starts from. Difficulty 4 stays in the held-out set only.
-
-    ``smoke=True`` shrinks everything but the model for a CPU check of the plumbing
-    (2 steps, G = 2, 2 prompts per step, 4 training prompts, 16 new tokens).
-    """
-    from grpolab.grpo.config import GRPOConfig
-
-    if GPU_SMOLLM2_BUDGET % G:
-        raise ValueError(f"G={G} must divide the budget of {GPU_SMOLLM2_BUDGET} completions")
-    cfg = dict(GPU_SMOLLM2_HPARAMS, task_kwargs=dict(GPU_SMOLLM2_TASK_KWARGS),
-               train_difficulties=list(GPU_SMOLLM2_HPARAMS["train_difficulties"]),
-               num_generations=G, prompts_per_step=GPU_SMOLLM2_BUDGET // G,
-               census_samples=max(16, G), seed=seed, device="auto")
-    if smoke:
-        cfg.update(num_generations=2, prompts_per_step=2, steps=2, max_train_prompts=4,
-                   max_completion_length=16, eval_every=8, eval_samples=1, census_samples=2,
-                   device="cpu",
-                   task_kwargs={**GPU_SMOLLM2_TASK_KWARGS, "n_train": 8, "n_eval": 4})
-    cfg.update(overrides)
-    return GRPOConfig(**cfg).validate()
 
 
 def time_loads(cache: str | os.PathLike | None = None) -> dict:
@@ -291,46 +269,3 @@ def time_loads(cache: str | os.PathLike | None = None) -> dict:
         return {"gguf_seconds": gguf_s, "cached_seconds": second.grpolab_load_seconds,
                 "parameters": sum(p.numel() for p in second.parameters()),
                 "torch_threads": torch.get_num_threads()}
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m grpolab.models.smollm2 [--time-loads] [--json PATH]``: fill the cache."""
-    import argparse
-    import json
-    import sys
-
-    ap = argparse.ArgumentParser(prog="python -m grpolab.models.smollm2",
-                                 description="Load SmolLM2-135M-Instruct offline and cache it.")
-    ap.add_argument("--time-loads", action="store_true",
-                    help="time a GGUF load and a cached load in a temporary directory")
-    ap.add_argument("--json", default=None, help="write the timings to this JSON file")
-    ap.add_argument("--threads", type=int, default=1)
-    args = ap.parse_args(argv)
-    try:
-        import torch
-
-        torch.set_num_threads(args.threads)
-        if args.time_loads:
-            from grpolab import __version__
-
-            t = time_loads()
-            print(f"GGUF load (dequantize + write cache): {t['gguf_seconds']:.1f} s; "
-                  f"cached safetensors load: {t['cached_seconds']:.1f} s; "
-                  f"{t['parameters'] / 1e6:.1f}M parameters")
-            if args.json:
-                t.update(grpolab_version=__version__, threads=args.threads)
-                tmp = f"{args.json}.tmp"
-                with open(tmp, "w") as f:
-                    json.dump(t, f, indent=1)
-                os.replace(tmp, args.json)
-        else:
-            load_smollm2(verbose=True)
-            print(f"cache: {cache_dir()}")
-    except (ValueError, FileNotFoundError, ImportError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

@@ -20,17 +20,15 @@ from its own seeded generator, so a resumed run gives the same numbers as an unb
 
 Reproduce the committed results (about 10 minutes on one CPU thread)::
 
-    python -m grpolab.labs.pass_rates.run --out labs/results/smollm2-pass-rates
+    grpolab lab pass-rates --out labs/results/smollm2-pass-rates
 
 Derived in: book/labs/02-smollm2.md ("The pass-rate distribution").
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -39,7 +37,7 @@ import numpy as np
 from grpolab import theory
 from grpolab._validate import as_positive_int
 
-__all__ = ["PassRateConfig", "measure", "summarize", "plot", "run", "main", "RESULTS_FILE",
+__all__ = ["PassRateConfig", "measure", "summarize", "plot", "run", "RESULTS_FILE",
            "pass_rate_figure", "zero_gradient_figure", "committed_results", "REPRODUCE"]
 
 RESULTS_FILE = "pass_rates.json"
@@ -290,7 +288,7 @@ def committed_results(name: str = "smollm2-pass-rates") -> dict:
         if path.is_file():
             with open(path) as f:
                 result = json.load(f)
-            times = path.parent / "load_times.json"  # python -m grpolab.models.smollm2 --time-loads
+            times = path.parent / "load_times.json"  # grpolab smollm2 prepare --time-loads
             if times.is_file():
                 with open(times) as f:
                     result["load_times"] = json.load(f)
@@ -299,7 +297,7 @@ def committed_results(name: str = "smollm2-pass-rates") -> dict:
                             f"reproduce it with: {REPRODUCE}")
 
 
-REPRODUCE = "python -m grpolab.labs.pass_rates.run --out labs/results/smollm2-pass-rates"
+REPRODUCE = "grpolab lab pass-rates --out labs/results/smollm2-pass-rates"
 
 
 def load_model(name: str, device=None):
@@ -351,50 +349,3 @@ def run(config: PassRateConfig, out_dir: str, *, device=None, progress: bool = T
     if make_plots:
         plot(result, out_dir)
     return result
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m grpolab.labs.pass_rates.run``: measure, save JSON and plots, print a summary."""
-    ap = argparse.ArgumentParser(
-        prog="python -m grpolab.labs.pass_rates.run", description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    d = PassRateConfig()
-    ap.add_argument("--out", required=True, help="output directory (resumable)")
-    ap.add_argument("--model", default=d.model)
-    ap.add_argument("--prompts-per-level", type=int, default=d.prompts_per_level)
-    ap.add_argument("--samples", type=int, default=d.samples, help="n completions per prompt")
-    ap.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens)
-    ap.add_argument("--temperature", type=float, default=d.temperature)
-    ap.add_argument("--seed", type=int, default=d.seed)
-    ap.add_argument("--split", default=d.split, choices=("eval", "train"))
-    ap.add_argument("--device", default=None, help="cpu, cuda (default: CUDA when available)")
-    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    args = ap.parse_args(argv)
-    try:
-        import torch
-
-        torch.set_num_threads(args.threads)
-        config = PassRateConfig(model=args.model, prompts_per_level=args.prompts_per_level,
-                                samples=args.samples, max_new_tokens=args.max_new_tokens,
-                                temperature=args.temperature, seed=args.seed, split=args.split)
-        result = run(config, args.out, device=args.device)
-    except (ValueError, FileNotFoundError, ImportError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("\ninterrupted: finished prompts are saved; rerun the same command to resume",
-              file=sys.stderr)
-        return 130
-    s = result["summary"]
-    print(f"{s['prompts']} prompts x {s['samples']} samples in {s['seconds']:.0f} s: "
-          f"mean pass rate {s['pass_rate_mean']:.3f}, never solved {s['fraction_never']:.2f}, "
-          f"always solved {s['fraction_always']:.2f}")
-    for c in s["check"]:
-        print(f"  G={c['G']:>2}: observed zero-variance {c['observed']:.3f} "
-              f"(held-out half, {c['groups']} groups), predicted {c['predicted_unbiased']:.3f} "
-              f"(unbiased) / {c['predicted_plug_in']:.3f} (plug-in)")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

