@@ -185,7 +185,7 @@ def fit_beta_binomial(successes, trials) -> tuple[float, float]:
     maximised over log a and log b in [−7, 7] (so a prompt pool with no success at all
     still gives a finite, small a).
 
-    Derived in: book/capstone/01-choosing-g.md, "From a census to a dead fraction".
+    Derived in: book/capstone/01-choosing-g.md, "Step 1: from a census to a dead fraction".
     """
     k = np.asarray(successes, dtype=float)
     n = np.asarray(trials, dtype=float)
@@ -541,8 +541,8 @@ def adaptive_allocation(rates, mean_G: int, *, min_G: int = 2, max_G: int = DEFA
     G (q is concave in G), so handing out samples one at a time to the largest gain is
     optimal. Returns the integer array of G_j.
 
-    Derived in: book/capstone/01-choosing-g.md, "Remedies" (Knapsack RL, arXiv 2509.25849,
-    allocates rollouts per prompt in the same spirit).
+    Derived in: book/capstone/01-choosing-g.md, "Step 4: which remedy" (Knapsack RL,
+    arXiv 2509.25849, allocates rollouts per prompt in the same spirit).
     """
     p = np.asarray(rates, dtype=float)
     M = p.size
