@@ -223,6 +223,25 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys, name, text, extra, needl
     assert len(err) == 1 and err[0].startswith("error: ") and needle in err[0], err
 
 
+def test_unsolvable_pool_is_not_answered_with_a_larger_g(tmp_path):
+    a = adv.advise(adv.load_pass_rates(_write(tmp_path, "z.csv", "pass_rate\n0\n1\n0\n")))
+    lines = {line["item"]: line for line in a.recommendation}
+    assert lines["filter"]["value"] == "nothing left"
+    assert lines["G"]["value"] == adv.START_G and "change the prompts" in lines["G"]["reason"]
+    assert lines["dynamic sampling"]["value"] == "no"
+    assert lines["adaptive G"]["value"] == "no"
+
+
+def test_binary_file_and_bom_csv(tmp_path, capsys):
+    f = tmp_path / "image.csv"
+    f.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    assert main(["advise", "--pass-rates", str(f)]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    g = tmp_path / "excel.csv"
+    g.write_bytes("\ufeffpass_rate\n0.2\n0.5\n".encode())
+    assert adv.load_pass_rates(g).rates.tolist() == [0.2, 0.5]
+
+
 def test_bad_file_from_the_shell_has_no_traceback(tmp_path):
     f = _write(tmp_path, "bad.csv", "pass_rate\n1.5\n")
     out = subprocess.run([sys.executable, "-m", "grpolab", "advise", "--pass-rates", str(f)],

@@ -379,6 +379,8 @@ def _from_json(doc, source: str, num_generations: int | None) -> Difficulty:
         return _from_rows([r for r in doc["records"] if isinstance(r, dict)], source)
     if isinstance(doc, dict) and isinstance(doc.get("pass_rates"), list):
         return _from_rates(doc["pass_rates"], source)
+    if isinstance(doc, dict) and _first(doc, ZERO_STD_KEYS) is not None:  # one logged step
+        return _log_records([doc], source, num_generations)
     if isinstance(doc, list) and doc and all(isinstance(r, dict) for r in doc):
         if any(_first(r, ZERO_STD_KEYS) is not None for r in doc):
             return _log_records(doc, source, num_generations)
@@ -422,7 +424,7 @@ def load_pass_rates(path, *, num_generations: int | None = None) -> Difficulty:
     if path.is_dir():
         raise AdviseError(f"{path}: is a directory, not a file")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a spreadsheet's CSV may start with a BOM
     except (OSError, UnicodeDecodeError) as exc:
         raise AdviseError(f"{path}: cannot read ({exc.__class__.__name__})") from None
     if not text.strip():
@@ -644,8 +646,8 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
        informative groups per completion and leaves a full step of prompts;
     3. the G to start with: G* = argmin of the fixed-budget gradient MSE when noise
        constants are known (arXiv 2603.01162, Thm. 7); otherwise START_G, doubled while
-       more than MAX_DEAD of the training pool's groups are dead and a step keeps
-       >= MIN_PROMPTS prompts;
+       more than MAX_DEAD of the training pool's groups are dead, doubling lowers that by a
+       percentage point, and a step keeps >= MIN_PROMPTS prompts;
     4. adaptive G when it adds >= MIN_GAIN informative groups per completion at that G;
        dynamic sampling when > DS_DEAD of groups stay dead, with its overhead;
     5. what to monitor.
@@ -713,6 +715,10 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
             if not bigger or dead <= MAX_DEAD:
                 break
             nxt = bigger[0]
+            if pool.dead_fraction(nxt) > dead - 0.01:
+                reasons.append(f"{dead:.0%} of groups are dead at G = {G0}, but G = {nxt} would "
+                               "not lower that by a percentage point: change the prompts, not G")
+                break
             if theory.fixed_budget_prompts(budget, nxt) < MIN_PROMPTS:
                 reasons.append(f"{dead:.0%} of groups are dead at G = {G0}, but G = {nxt} would "
                                f"leave fewer than {MIN_PROMPTS} prompts per step at N = {budget}")
@@ -754,7 +760,10 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
         Gj = adaptive_allocation(rates, G0, max_G=max_G)
         fixed_q = float(np.sum(theory.informative_probability(rates, G0)))
         adapt_q = float(np.sum(theory.informative_probability(rates, Gj)))
-        adaptive_gain = adapt_q / fixed_q - 1 if fixed_q > 0 else math.inf
+        if fixed_q > 0:
+            adaptive_gain = adapt_q / fixed_q - 1
+        else:  # nothing informative at fixed G: adaptive G helps only if it finds something
+            adaptive_gain = math.inf if adapt_q > 0 else 0.0
         est = "posterior-mean" if pool.kind == "counts" else "given"
         remedies.append({"remedy": "adaptive G", "G": f"{int(Gj.min())}-{int(Gj.max())}",
                          "informative_per_1000_completions":
