@@ -32,8 +32,8 @@ def test_toc_picks_up_every_part_by_glob():
     toc = yaml.safe_load((BOOK / "_toc.yml").read_text())
     assert toc["format"] == "jb-book" and toc["root"] == "intro"
     parts = {p["caption"]: p["chapters"] for p in toc["parts"]}
-    assert list(parts) == ["Theory", "Labs", "Interview prep", "Appendix"]
-    for caption, folder in [("Theory", "theory"), ("Labs", "labs"),
+    assert list(parts) == ["Theory", "Labs", "Capstone", "Interview prep", "Appendix"]
+    for caption, folder in [("Theory", "theory"), ("Labs", "labs"), ("Capstone", "capstone"),
                             ("Interview prep", "interview"), ("Appendix", "appendix")]:
         assert parts[caption] == [{"glob": f"{folder}/*"}]
 
@@ -129,7 +129,7 @@ def html_dir() -> Path:
 @pytest.mark.book
 def test_book_builds_with_every_chapter(html_dir):
     assert (html_dir / "index.html").is_file()
-    for part in ("theory", "labs", "interview", "appendix"):
+    for part in ("theory", "labs", "capstone", "interview", "appendix"):
         for md in sorted((BOOK / part).glob("*.md")):
             assert (html_dir / part / f"{md.stem}.html").is_file(), f"{part}/{md.name} not built"
     nav = (html_dir / "intro.html").read_text(encoding="utf-8")

@@ -29,7 +29,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",
 BOOK = default_book_dir()
 THEORY = sorted(p.stem for p in (BOOK / "theory").glob("*.md"))
 OTHER_PAGES = ["intro"] + sorted(
-    f"{part}/{p.stem}" for part in ("labs", "interview", "appendix")
+    f"{part}/{p.stem}" for part in ("labs", "capstone", "interview", "appendix")
     for p in (BOOK / part).glob("*.md") if not p.name.startswith("_"))
 
 

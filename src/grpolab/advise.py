@@ -1,0 +1,855 @@
+"""Choosing G from your own pass rates: the logic behind ``grpolab advise``.
+
+Read per-prompt pass rates (a census, a CSV, a JSON list) or a TRL training log with
+``frac_reward_zero_std``, turn them into a difficulty model, and evaluate every candidate G
+at a fixed budget of completions per step: the expected fraction of zero-variance groups,
+the informative prompts per step, the completions paid per informative group, the remedies
+(filtering, dynamic sampling, adaptive G) and, when gradient-noise constants are given, the
+fixed-budget optimum G* = √(c₃/c₁). Every line of the recommendation carries its reason.
+
+numpy/scipy only (never torch), like :mod:`grpolab.theory`, whose closed forms it uses.
+
+Derived in: book/capstone/01-choosing-g.md (the decision procedure); the closed forms in
+book/theory/02-baseline-variance.md, 03-zero-gradient.md, 04-cost-of-g.md and
+05-degenerate-groups.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import heapq
+import io
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy import optimize, special
+
+from grpolab import theory
+
+__all__ = [
+    "AdviseError",
+    "Advice",
+    "Difficulty",
+    "NoiseConstants",
+    "adaptive_allocation",
+    "advise",
+    "back_out_beta",
+    "back_out_pass_rate",
+    "candidate_group_sizes",
+    "fit_beta_binomial",
+    "fit_noise_constants",
+    "format_advice",
+    "load_noise",
+    "load_pass_rates",
+]
+
+#: Column / key names accepted for a per-prompt pass rate, and for success counts.
+RATE_KEYS = ("pass_rate", "p", "pass_rates", "rate", "accuracy")
+SUCCESS_KEYS = ("successes", "k", "correct")
+TRIAL_KEYS = ("samples", "n", "trials")
+#: TRL's logged metric names (``GRPOTrainer._metrics``), bare or with a ``train/`` prefix.
+ZERO_STD_KEYS = ("frac_reward_zero_std", "train/frac_reward_zero_std")
+REWARD_KEYS = ("reward", "train/reward")
+#: Defaults of the decision rule; each is printed next to the line it decides.
+DEFAULT_BUDGET = 512
+DEFAULT_MAX_G = 64
+START_G = 8           # TRL's default num_generations and Dr. GRPO's recipe (references.md)
+MAX_DEAD = 0.5        # raise G while more than half the groups of the training pool are dead
+MIN_PROMPTS = 8       # ... and while a step still holds at least this many prompts
+MIN_GAIN = 0.10       # a remedy must add >= 10% informative groups per completion to be preferred
+DS_DEAD = 0.25        # dynamic sampling is worth its overhead when > 25% of groups stay dead
+LOG_WINDOW = 10       # TRL logs: average the last this many logged steps
+
+
+class AdviseError(ValueError):
+    """Bad input to ``grpolab advise``: printed as one line by the command."""
+
+
+# --------------------------------------------------------------------------------------
+# The difficulty model
+# --------------------------------------------------------------------------------------
+@dataclass
+class Difficulty:
+    """What we know about the pass rates of the training prompts.
+
+    ``kind`` is ``"counts"`` (per-prompt successes out of trials, e.g. the SmolLM2 census),
+    ``"rates"`` (per-prompt pass rates, taken as the true rates), ``"beta"`` (a Beta(a, b)
+    population, e.g. backed out of a TRL log) or ``"point"`` (one pass rate for every prompt).
+    """
+
+    kind: str
+    source: str
+    successes: np.ndarray | None = None
+    trials: np.ndarray | None = None
+    rates: np.ndarray | None = None
+    a: float | None = None
+    b: float | None = None
+    p: float | None = None
+    assumptions: list[str] = field(default_factory=list)
+    #: counts only: a Beta prior fitted to a larger pool these prompts were selected from;
+    #: then every G uses the posterior (selection on k leaves the posterior valid, while the
+    #: unbiased U-statistic on the same samples would be optimistic).
+    selected_from: tuple[float, float] | None = None
+
+    # ---- per-prompt views -------------------------------------------------------------
+    @property
+    def prompts(self) -> int | None:
+        """Number of prompts in the pool, or None for a population model."""
+        if self.kind == "counts":
+            return int(self.successes.size)
+        if self.kind == "rates":
+            return int(self.rates.size)
+        return None
+
+    @property
+    def mean_pass_rate(self) -> float:
+        if self.kind == "counts":
+            return float(np.mean(self.successes / self.trials))
+        if self.kind == "rates":
+            return float(np.mean(self.rates))
+        if self.kind == "beta":
+            return self.a / (self.a + self.b)
+        return float(self.p)
+
+    def prior(self) -> tuple[float, float]:
+        """Beta prior fitted to the counts by maximum likelihood (beta-binomial)."""
+        if self.selected_from is not None:
+            return self.selected_from
+        if not hasattr(self, "_prior"):
+            self._prior = fit_beta_binomial(self.successes, self.trials)
+        return self._prior
+
+    def point_rates(self) -> np.ndarray | None:
+        """One pass rate per prompt: the rates, or the posterior means (k + a)/(n + a + b)."""
+        if self.kind == "rates":
+            return self.rates
+        if self.kind == "counts":
+            a, b = self.prior()
+            return (self.successes + a) / (self.trials + a + b)
+        return None
+
+    # ---- the expected zero-variance fraction --------------------------------------------
+    def method(self, G: int) -> str:
+        """How :meth:`dead_fraction` is computed at this G (printed in the table)."""
+        if self.kind == "counts":
+            if G <= int(self.trials.min()) and self.selected_from is None:
+                return "unbiased"
+            return "emp.Bayes"
+        return {"rates": "plug-in", "beta": "Beta", "point": "point"}[self.kind]
+
+    def dead_fraction(self, G: int) -> float:
+        """Expected fraction of zero-variance groups, E[p^G + (1 − p)^G] over the prompts.
+
+        counts, G ≤ trials: the unbiased U-statistic [C(k,G) + C(n−k,G)]/C(n,G) per prompt
+        (plugging k/n into p^G is biased upward). counts, G > trials: the posterior
+        expectation under the fitted Beta prior, E[p^G + (1−p)^G | k, n]. rates: the plug-in
+        mean. beta: the Beta moment. point: p^G + (1 − p)^G.
+        """
+        G = int(G)
+        if self.kind == "counts":
+            k, n = self.successes, self.trials
+            if G <= int(n.min()) and self.selected_from is None:
+                return float(np.mean(theory.unbiased_zero_gradient_estimate(k, n, G)))
+            a, b = self.prior()
+            post = theory.beta_zero_gradient_probability(G, a + k, b + n - k)
+            return float(np.mean(post))
+        if self.kind == "rates":
+            return float(theory.empirical_zero_gradient_probability(self.rates, G))
+        if self.kind == "beta":
+            return float(theory.beta_zero_gradient_probability(G, self.a, self.b))
+        return float(theory.zero_gradient_probability(self.p, G))
+
+    def filtered(self) -> Difficulty | None:
+        """The pool without prompts that were never or always solved (None if not per-prompt)."""
+        if self.kind == "counts":
+            keep = (self.successes > 0) & (self.successes < self.trials)
+            if not keep.any():
+                return None
+            return Difficulty("counts", self.source + " (filtered)", self.successes[keep],
+                              self.trials[keep], selected_from=self.prior())
+        if self.kind == "rates":
+            keep = (self.rates > 0) & (self.rates < 1)
+            if not keep.any():
+                return None
+            return Difficulty("rates", self.source + " (filtered)", rates=self.rates[keep])
+        return None
+
+
+def fit_beta_binomial(successes, trials) -> tuple[float, float]:
+    """Maximum-likelihood Beta(a, b) prior for per-prompt success counts k out of n.
+
+    Equation: log L = Σ_j [log C(n_j, k_j) + log B(k_j + a, n_j − k_j + b) − log B(a, b)],
+    maximised over log a and log b in [−7, 7] (so a prompt pool with no success at all
+    still gives a finite, small a).
+
+    Derived in: book/capstone/01-choosing-g.md, "Step 1: from a census to a dead fraction".
+    """
+    k = np.asarray(successes, dtype=float)
+    n = np.asarray(trials, dtype=float)
+
+    def nll(x):
+        a, b = np.exp(x)
+        return -float(np.sum(special.betaln(k + a, n - k + b) - special.betaln(a, b)))
+
+    m = float(np.clip(np.mean(k / n), 0.01, 0.99))
+    res = optimize.minimize(nll, x0=[math.log(m), math.log(1 - m)], method="L-BFGS-B",
+                            bounds=[(-7.0, 7.0), (-7.0, 7.0)])
+    a, b = np.exp(res.x)
+    return float(a), float(b)
+
+
+# --------------------------------------------------------------------------------------
+# Backing a difficulty model out of a TRL log
+# --------------------------------------------------------------------------------------
+def back_out_pass_rate(zero_std_fraction: float, G: int) -> float:
+    """The pass rate p ≤ 1/2 of a homogeneous pool that gives this zero-variance fraction.
+
+    Solves p^G + (1 − p)^G = z on [0, 1/2], where the left side falls from 1 to 2^(1−G);
+    the mirror solution 1 − p gives the same z.
+
+    Derived in: book/capstone/01-choosing-g.md, "When all you have is a training log".
+    """
+    z, G = float(zero_std_fraction), int(G)
+    floor = 2.0 ** (1 - G)
+    if not floor <= z <= 1.0:
+        raise AdviseError(f"a zero-std fraction of {z:.4g} is impossible at G = {G} with one "
+                          f"pass rate (it lies in [{floor:.4g}, 1])")
+    if z >= 1.0:
+        return 0.0
+    if z <= floor:
+        return 0.5
+    return float(optimize.brentq(lambda p: theory.zero_gradient_probability(p, G) - z,
+                                 0.0, 0.5, xtol=1e-12))
+
+
+def back_out_beta(zero_std_fraction: float, mean_reward: float, G: int) -> tuple[float, float]:
+    """The Beta(a, b) with mean m whose expected zero-variance fraction at G equals z.
+
+    With a = mκ and b = (1 − m)κ, E[p^G + (1 − p)^G] falls from 1 (κ → 0: every prompt
+    always or never solved) to m^G + (1 − m)^G (κ → ∞: one pass rate for all); κ is found
+    by bisection in log κ. Raises if z is outside that range (then no Beta fits).
+
+    Derived in: book/capstone/01-choosing-g.md, "When all you have is a training log".
+    """
+    z, m, G = float(zero_std_fraction), float(mean_reward), int(G)
+    low = float(theory.zero_gradient_probability(m, G))
+    if not 0.0 < m < 1.0:
+        raise AdviseError(f"mean reward {m:.4g} must lie strictly inside (0, 1) to fit a Beta")
+    if not low < z < 1.0:
+        raise AdviseError(f"no Beta with mean {m:.4g} gives a zero-std fraction of {z:.4g} at "
+                          f"G = {G} (possible range ({low:.4g}, 1))")
+
+    def gap(log_kappa):
+        kappa = math.exp(log_kappa)
+        return theory.beta_zero_gradient_probability(G, m * kappa, (1 - m) * kappa) - z
+
+    log_kappa = optimize.brentq(gap, math.log(1e-6), math.log(1e8), xtol=1e-10)
+    kappa = math.exp(log_kappa)
+    return float(m * kappa), float((1 - m) * kappa)
+
+
+def _log_records(records: list, source: str, num_generations: int | None) -> Difficulty:
+    """Difficulty model from TRL log records (dicts with frac_reward_zero_std)."""
+    rows = [r for r in records if isinstance(r, dict) and _first(r, ZERO_STD_KEYS) is not None]
+    if not rows:
+        raise AdviseError(f"{source}: no logged step has frac_reward_zero_std")
+    G = num_generations
+    if G is None:
+        logged = {r.get("num_generations") for r in rows} - {None}
+        if len(logged) == 1:
+            G = logged.pop()
+    if G is None:
+        raise AdviseError(f"{source}: a TRL log does not record num_generations; pass "
+                          "--num-generations (the G the run used)")
+    if isinstance(G, bool) or not isinstance(G, (int, float)) or G != int(G) or G < 2:
+        raise AdviseError(f"num_generations must be an integer >= 2, got {G!r}")
+    G = int(G)
+    window = rows[-LOG_WINDOW:]
+    z_all = np.array([_number(_first(r, ZERO_STD_KEYS), "frac_reward_zero_std", source)
+                      for r in window])
+    if ((z_all < 0) | (z_all > 1)).any():
+        raise AdviseError(f"{source}: frac_reward_zero_std must lie in [0, 1]")
+    z = float(z_all.mean())
+    assumptions = [f"averaged the last {len(window)} of {len(rows)} logged steps "
+                   f"(frac_reward_zero_std = {z:.3f}) at num_generations = {G}",
+                   "rewards are 0/1, so a zero-std group is an all-pass or all-fail group"]
+    if len(window) > 1 and set(np.unique(z_all)) <= {0.0, 1.0}:
+        assumptions.append("every logged value is 0 or 1: with scale_rewards='batch' TRL "
+                           "computes this metric from the batch std; the estimate is unreliable")
+    rewards = [_first(r, REWARD_KEYS) for r in window]
+    m = None
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in rewards):
+        m = float(np.mean(rewards))
+        if not (np.isfinite(m) and 0.0 < m < 1.0):
+            assumptions.append(f"the logged mean reward {m:.3g} is not a pass rate in (0, 1); "
+                               "ignored it")
+            m = None
+    if z >= 1.0:
+        raise AdviseError(f"{source}: every group is dead (frac_reward_zero_std = 1); nothing "
+                          "about the pass rates can be backed out")
+    if m is not None:
+        low = float(theory.zero_gradient_probability(m, G))
+        if low < z:
+            a, b = back_out_beta(z, m, G)
+            assumptions.append(f"prompt pass rates follow a Beta(a, b) with the logged mean "
+                               f"reward {m:.3f} as its mean; a = {a:.4g}, b = {b:.4g} reproduce "
+                               f"the zero-std fraction at G = {G}")
+            return Difficulty("beta", source, a=a, b=b, assumptions=assumptions)
+        assumptions.append(f"the zero-std fraction is at or below {low:.3f}, the value for one "
+                           f"common pass rate {m:.3f}; no spread of difficulty fits, so every "
+                           "prompt is taken to have the mean pass rate")
+        return Difficulty("point", source, p=m, assumptions=assumptions)
+    p = back_out_pass_rate(z, G)
+    assumptions.append(f"no usable mean reward: every prompt is taken to have one pass rate "
+                       f"p = {p:.4f} <= 1/2 with p^G + (1-p)^G = {z:.3f} (1 - p = {1 - p:.4f} "
+                       "fits equally well)")
+    return Difficulty("point", source, p=p, assumptions=assumptions)
+
+
+# --------------------------------------------------------------------------------------
+# Reading files
+# --------------------------------------------------------------------------------------
+def _first(d: dict, keys):
+    for key in keys:
+        if key in d:
+            return d[key]
+    return None
+
+
+def _number(v, what: str, source: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise AdviseError(f"{source}: {what} must be a number, got {v!r}")
+    try:
+        x = float(v)
+    except ValueError:
+        raise AdviseError(f"{source}: {what} must be a number, got {v!r}") from None
+    if not math.isfinite(x):
+        raise AdviseError(f"{source}: {what} must be a finite number, got {v!r}")
+    return x
+
+
+def _from_rows(rows: list[dict], source: str) -> Difficulty:
+    """Per-prompt records: a pass-rate field, or successes and trials."""
+    if not rows:
+        raise AdviseError(f"{source}: no per-prompt records")
+    keys = set().union(*(r.keys() for r in rows))
+    s_key = next((k for k in SUCCESS_KEYS if k in keys), None)
+    n_key = next((k for k in TRIAL_KEYS if k in keys), None)
+    if s_key and n_key:
+        k = np.array([_number(r.get(s_key), s_key, source) for r in rows])
+        n = np.array([_number(r.get(n_key), n_key, source) for r in rows])
+        if (k != np.round(k)).any() or (n != np.round(n)).any():
+            raise AdviseError(f"{source}: {s_key} and {n_key} must be whole numbers")
+        if (n < 1).any():
+            raise AdviseError(f"{source}: {n_key} must be >= 1 for every prompt")
+        if (k < 0).any() or (k > n).any():
+            raise AdviseError(f"{source}: {s_key} must lie between 0 and {n_key}")
+        return Difficulty("counts", source, successes=k.astype(np.int64),
+                          trials=n.astype(np.int64),
+                          assumptions=[f"{k.size} prompts, each with its {s_key} out of "
+                                       f"{n_key} (n = {int(n.min())}"
+                                       + (f" to {int(n.max())})" if n.max() > n.min() else ")")])
+    r_key = next((k for k in RATE_KEYS if k in keys), None)
+    if r_key is None:
+        raise AdviseError(f"{source}: no pass-rate column; expected one of "
+                          f"{', '.join(RATE_KEYS)} or {SUCCESS_KEYS[0]} + {TRIAL_KEYS[0]}, "
+                          f"got {', '.join(sorted(map(str, keys)))}")
+    return _from_rates([r.get(r_key) for r in rows], source)
+
+
+def _from_rates(values: list, source: str) -> Difficulty:
+    if not values:
+        raise AdviseError(f"{source}: no pass rates")
+    rates = np.array([_number(v, "pass rate", source) for v in values])
+    bad = rates[(rates < 0) | (rates > 1)]
+    if bad.size:
+        raise AdviseError(f"{source}: pass rates must lie in [0, 1], got {bad[0]:g}")
+    return Difficulty("rates", source, rates=rates,
+                      assumptions=[f"{rates.size} per-prompt pass rates, taken as exact "
+                                   "(no sample counts: the plug-in p^G is used)"])
+
+
+def _from_json(doc, source: str, num_generations: int | None) -> Difficulty:
+    if isinstance(doc, dict) and isinstance(doc.get("log_history"), list):  # trainer_state.json
+        return _log_records(doc["log_history"], source, num_generations)
+    if isinstance(doc, dict) and isinstance(doc.get("records"), list):  # pass_rates.json
+        return _from_rows([r for r in doc["records"] if isinstance(r, dict)], source)
+    if isinstance(doc, dict) and isinstance(doc.get("pass_rates"), list):
+        return _from_rates(doc["pass_rates"], source)
+    if isinstance(doc, dict) and _first(doc, ZERO_STD_KEYS) is not None:  # one logged step
+        return _log_records([doc], source, num_generations)
+    if isinstance(doc, list) and doc and all(isinstance(r, dict) for r in doc):
+        if any(_first(r, ZERO_STD_KEYS) is not None for r in doc):
+            return _log_records(doc, source, num_generations)
+        return _from_rows(doc, source)
+    if isinstance(doc, list):
+        return _from_rates(doc, source)
+    raise AdviseError(f"{source}: unrecognised JSON; expected a list of pass rates, "
+                      "{\"pass_rates\": [...]}, {\"records\": [...]} or a TRL trainer_state.json")
+
+
+def _from_csv(text: str, source: str) -> Difficulty:
+    rows = [r for r in csv.reader(io.StringIO(text)) if any(c.strip() for c in r)]
+    if not rows:
+        raise AdviseError(f"{source}: empty file")
+    try:  # headerless: one pass rate per line
+        values = [float(r[0]) for r in rows]
+    except ValueError:
+        values = None
+    if values is not None and all(len(r) == 1 for r in rows):
+        return _from_rates(values, source)
+    header = [h.strip() for h in rows[0]]
+    records = [dict(zip(header, (c.strip() for c in r), strict=False)) for r in rows[1:]]
+    if not records:
+        raise AdviseError(f"{source}: a header but no data rows")
+    return _from_rows(records, source)
+
+
+def load_pass_rates(path, *, num_generations: int | None = None) -> Difficulty:
+    """Read a difficulty model from a file.
+
+    Accepted: a CSV (a ``pass_rate`` column, or ``successes`` and ``samples``; or one
+    number per line), a JSON list of pass rates, ``{"pass_rates": [...]}``, the
+    ``{"records": [...]}`` census of ``labs/results/smollm2-pass-rates/pass_rates.json``,
+    or a TRL log (``trainer_state.json`` with ``log_history``, or JSON lines of logged
+    metrics) with ``frac_reward_zero_std``. Bad files raise :class:`AdviseError`.
+    """
+    path = Path(path)
+    source = path.name
+    if not path.exists():
+        raise AdviseError(f"{path}: no such file")
+    if path.is_dir():
+        raise AdviseError(f"{path}: is a directory, not a file")
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # a spreadsheet's CSV may start with a BOM
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AdviseError(f"{path}: cannot read ({exc.__class__.__name__})") from None
+    if not text.strip():
+        raise AdviseError(f"{source}: empty file")
+    stripped = text.lstrip()
+    if stripped[0] in "[{":
+        try:
+            return _from_json(json.loads(text), source, num_generations)
+        except json.JSONDecodeError:
+            pass
+        records = []
+        for i, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                raise AdviseError(f"{source}: line {i} is not valid JSON") from None
+        if all(isinstance(r, dict) for r in records):
+            if any(_first(r, ZERO_STD_KEYS) is not None for r in records):
+                return _log_records(records, source, num_generations)
+            return _from_rows(records, source)
+        raise AdviseError(f"{source}: JSON lines must each hold one object")
+    return _from_csv(text, source)
+
+
+# --------------------------------------------------------------------------------------
+# Gradient-noise constants
+# --------------------------------------------------------------------------------------
+@dataclass
+class NoiseConstants:
+    """c₁ (across prompts), c₂ (within group) and c₃ (baseline estimation) of
+    MSE = c₁/B + c₂/(BG) + c₃/(BG²) (arXiv 2603.01162, Prop. 3)."""
+
+    c1: float
+    c2: float
+    c3: float
+    source: str = "given"
+
+
+def fit_noise_constants(rows: list[dict], source: str = "fit") -> NoiseConstants:
+    """Fit c₁, c₂, c₃ ≥ 0 to measured gradient noise at several (B, G).
+
+    Each row needs ``G``, ``prompts_per_step`` (B) and ``noise_to_signal`` (the trace
+    variance of one batch's gradient over the squared norm of the mean gradient, as
+    written by ``grpolab.labs.sweep.run.gradient_noise``). Non-negative least squares on
+    the features 1/B, 1/(BG), 1/(BG²). Using the ratio, not the raw trace, takes out the
+    scale that the token-level loss gives the gradient.
+    """
+    good = [r for r in rows if isinstance(r, dict) and r.get("noise_to_signal") is not None
+            and r.get("G") and r.get("prompts_per_step")]
+    if len(good) < 3:
+        raise AdviseError(f"{source}: need gradient noise at >= 3 (B, G) points to fit c1, c2, "
+                          f"c3, got {len(good)}")
+    B = np.array([float(r["prompts_per_step"]) for r in good])
+    G = np.array([float(r["G"]) for r in good])
+    y = np.array([float(r["noise_to_signal"]) for r in good])
+    X = np.column_stack([1 / B, 1 / (B * G), 1 / (B * G * G)])
+    (c1, c2, c3), _ = optimize.nnls(X, y)
+    return NoiseConstants(float(c1), float(c2), float(c3), source)
+
+
+def load_noise(spec: str, regime: str | None = None) -> NoiseConstants:
+    """``c1,c2,c3``; a JSON file ``{"c1": .., "c2": .., "c3": ..}``; or a sweep's
+    ``gradient_noise.json`` (fitted with :func:`fit_noise_constants`; pick ``regime``)."""
+    parts = spec.split(",")
+    if len(parts) == 3 and not Path(spec).exists():
+        try:
+            c = [float(x) for x in parts]
+        except ValueError:
+            raise AdviseError(f"--noise {spec!r}: expected three numbers c1,c2,c3") from None
+        return _checked_noise(NoiseConstants(*c, source="--noise"))
+    path = Path(spec)
+    if not path.is_file():
+        raise AdviseError(f"--noise {spec}: neither c1,c2,c3 nor an existing file")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        raise AdviseError(f"{path.name}: not a JSON file of noise constants") from None
+    if isinstance(doc, dict) and {"c1", "c2", "c3"} <= set(doc):
+        c = [_number(doc[k], k, path.name) for k in ("c1", "c2", "c3")]
+        return _checked_noise(NoiseConstants(*c, source=path.name))
+    if isinstance(doc, dict) and all(isinstance(v, list) for v in doc.values()) and doc:
+        if regime is None:
+            if len(doc) > 1:
+                raise AdviseError(f"{path.name} holds regimes {', '.join(doc)}: choose one "
+                                  "with --noise-regime")
+            regime = next(iter(doc))
+        if regime not in doc:
+            raise AdviseError(f"{path.name}: no regime {regime!r} (have {', '.join(doc)})")
+        return _checked_noise(fit_noise_constants(doc[regime], f"{path.name}[{regime}]"))
+    if isinstance(doc, list):
+        return _checked_noise(fit_noise_constants(doc, path.name))
+    raise AdviseError(f"{path.name}: expected c1/c2/c3 or gradient-noise rows")
+
+
+def _checked_noise(c: NoiseConstants) -> NoiseConstants:
+    for name in ("c1", "c2", "c3"):
+        v = getattr(c, name)
+        if not (math.isfinite(v) and v >= 0):
+            raise AdviseError(f"noise constant {name} must be a non-negative number, got {v!r}")
+    if c.c1 == 0:
+        raise AdviseError("noise constant c1 must be > 0 (with no across-prompt variance "
+                          "G* is unbounded)")
+    return c
+
+
+# --------------------------------------------------------------------------------------
+# Remedies
+# --------------------------------------------------------------------------------------
+def adaptive_allocation(rates, mean_G: int, *, min_G: int = 2, max_G: int = DEFAULT_MAX_G):
+    """Per-prompt group sizes that maximise the expected informative groups at a budget.
+
+    Maximises Σ_j q(p_j, G_j), q = 1 − p^G − (1 − p)^G, subject to Σ_j G_j = M · mean_G and
+    min_G ≤ G_j ≤ max_G. The gain of one more sample, p^G(1 − p) + (1 − p)^G p, falls with
+    G (q is concave in G), so handing out samples one at a time to the largest gain is
+    optimal. Returns the integer array of G_j.
+
+    Derived in: book/capstone/01-choosing-g.md, "Step 4: which remedy" (Knapsack RL,
+    arXiv 2509.25849, allocates rollouts per prompt in the same spirit).
+    """
+    p = np.asarray(rates, dtype=float)
+    M = p.size
+    total = M * int(mean_G)
+    if total < M * min_G:
+        raise ValueError("mean_G must be >= min_G")
+    G = np.full(M, min_G, dtype=np.int64)
+
+    def gain(j):
+        g = G[j]
+        return float(theory.informative_probability(p[j], g + 1)
+                     - theory.informative_probability(p[j], g))
+
+    heap = [(-gain(j), j) for j in range(M)]
+    heapq.heapify(heap)
+    left = total - int(G.sum())
+    while left > 0 and heap:
+        _, j = heapq.heappop(heap)
+        if G[j] >= max_G:
+            continue
+        G[j] += 1
+        left -= 1
+        if G[j] < max_G:
+            heapq.heappush(heap, (-gain(j), j))
+    return G
+
+
+# --------------------------------------------------------------------------------------
+# The advice
+# --------------------------------------------------------------------------------------
+@dataclass
+class Advice:
+    """Everything ``grpolab advise`` prints; ``to_dict()`` is its ``--json`` output."""
+
+    source: str
+    kind: str
+    assumptions: list[str]
+    budget: int
+    max_G: int
+    prompts: int | None
+    mean_pass_rate: float
+    rows: list[dict]
+    remedies: list[dict]
+    recommendation: list[dict]
+    noise: dict | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def candidate_group_sizes(max_G: int, budget: int) -> list[int]:
+    """Powers of two from 2 up to max_G (and max_G itself), with at least one prompt per step."""
+    top = min(int(max_G), int(budget))
+    Gs = [2 ** i for i in range(1, 32) if 2 ** i <= top]
+    if top >= 2 and top not in Gs:
+        Gs.append(top)
+    return Gs
+
+
+def _row(d: Difficulty, filt: Difficulty | None, G: int, budget: int,
+         noise: NoiseConstants | None) -> dict:
+    B = int(theory.fixed_budget_prompts(budget, G))
+    dead = d.dead_fraction(G)
+    live = 1.0 - dead
+    row = {
+        "G": G, "prompts_per_step": B, "method": d.method(G),
+        "dead_fraction": dead, "informative_prompts_per_step": B * live,
+        "completions_per_informative_group": G / live if live > 0 else math.inf,
+        "dynamic_sampling_completions_per_step": B * G / live if live > 0 else math.inf,
+        "gradient_variance_inflation": float(theory.gradient_variance_inflation(G)),
+        "dead_fraction_filtered": filt.dead_fraction(G) if filt else None,
+        "gradient_mse": None,
+    }
+    if filt:
+        row["informative_prompts_per_step_filtered"] = B * (1 - row["dead_fraction_filtered"])
+    if noise:
+        row["gradient_mse"] = float(theory.minibatch_gradient_mse(max(B, 1), G, noise.c1,
+                                                                  noise.c2, noise.c3))
+    return row
+
+
+def _json_safe(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_json_safe(v) for v in x]
+    return x
+
+
+def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_MAX_G,
+           noise: NoiseConstants | None = None) -> Advice:
+    """Evaluate every candidate G at ``budget`` completions per step and recommend one.
+
+    The decision procedure of book/capstone/01-choosing-g.md:
+    1. dead fraction and informative prompts per step at each G (the table);
+    2. filtering first, when dropping never/always-solved prompts adds >= MIN_GAIN
+       informative groups per completion and leaves a full step of prompts;
+    3. the G to start with: G* = argmin of the fixed-budget gradient MSE when noise
+       constants are known (arXiv 2603.01162, Thm. 7); otherwise START_G, doubled while
+       more than MAX_DEAD of the training pool's groups are dead, doubling lowers that by a
+       percentage point, and a step keeps >= MIN_PROMPTS prompts;
+    4. adaptive G when it adds >= MIN_GAIN informative groups per completion at that G;
+       dynamic sampling when > DS_DEAD of groups stay dead, with its overhead;
+    5. what to monitor.
+    """
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 2:
+        raise AdviseError(f"--budget must be an integer >= 2 (completions per step), got "
+                          f"{budget!r}")
+    if isinstance(max_G, bool) or not isinstance(max_G, (int, np.integer)) or max_G < 2:
+        raise AdviseError(f"--max-G must be an integer >= 2, got {max_G!r}")
+    budget, max_G = int(budget), int(max_G)
+    Gs = candidate_group_sizes(max_G, budget)
+    filt = d.filtered()
+    rows = [_row(d, filt, G, budget, noise) for G in Gs]
+    rec: list[dict] = []
+
+    def say(item, value, reason):
+        rec.append({"item": item, "value": value, "reason": reason})
+
+    # -- 1. filtering ----------------------------------------------------------------------
+    use_filter = False
+    ref_G = max(G for G in Gs if G <= START_G)  # START_G, or the largest candidate below it
+    if filt is not None and d.prompts:
+        kept = filt.prompts
+        gain = (1 - filt.dead_fraction(ref_G)) / max(1 - d.dead_fraction(ref_G), 1e-12) - 1
+        if gain >= MIN_GAIN:
+            use_filter = True
+            say("filter", f"keep {kept} of {d.prompts} prompts ({kept / d.prompts:.0%})",
+                f"at G = {ref_G}, dropping the never/always-solved prompts raises the share of "
+                f"informative groups from {1 - d.dead_fraction(ref_G):.1%} to "
+                f"{1 - filt.dead_fraction(ref_G):.1%} (+{gain:.0%}) at no rollout cost; check "
+                "that the training set keeps enough prompts")
+        else:
+            say("filter", "not needed",
+                f"dropping never/always-solved prompts adds only {gain:.0%} informative groups "
+                f"at G = {ref_G} (threshold {MIN_GAIN:.0%})")
+    elif filt is None and d.prompts:
+        say("filter", "nothing left", "every prompt was always or never solved: the pool "
+            "carries no signal at any G; change the prompts (or the model) first")
+    else:
+        say("filter", "needs per-prompt pass rates",
+            "a training log gives the population, not which prompts are dead: run a census "
+            "(python -m grpolab.labs.pass_rates.run) to filter")
+    pool = filt if use_filter else d
+    pool_name = "the filtered pool" if use_filter else "the pool"
+
+    # -- 2. the G to start with ---------------------------------------------------------
+    noise_info = None
+    if noise is not None:
+        g_real = float(theory.optimal_group_size(noise.c1, noise.c3))
+        feasible = [G for G in range(2, min(max_G, budget) + 1)]
+        mse = {G: float(theory.minibatch_gradient_mse(max(budget // G, 1), G, noise.c1,
+                                                      noise.c2, noise.c3)) for G in feasible}
+        g_int = min(mse, key=mse.get)
+        noise_info = {**asdict(noise), "G_star": g_real, "G_star_feasible": g_int}
+        G0 = g_int
+        say("G", G0, f"G* = sqrt(c3/c1) = {g_real:.2f} minimises the gradient MSE "
+            f"(c1 G + c2 + c3/G)/N at any fixed budget (arXiv 2603.01162, Thm. 7); the best "
+            f"integer in [2, {min(max_G, budget)}] is {g_int} (noise constants: {noise.source})")
+    else:
+        G0 = ref_G
+        reasons = [f"start at {G0} (TRL's default num_generations, Dr. GRPO's recipe)"]
+        while True:
+            bigger = [G for G in Gs if G > G0]
+            dead = pool.dead_fraction(G0)
+            if not bigger or dead <= MAX_DEAD:
+                break
+            nxt = bigger[0]
+            if pool.dead_fraction(nxt) > dead - 0.01:
+                reasons.append(f"{dead:.0%} of groups are dead at G = {G0}, but G = {nxt} would "
+                               "not lower that by a percentage point: change the prompts, not G")
+                break
+            if theory.fixed_budget_prompts(budget, nxt) < MIN_PROMPTS:
+                reasons.append(f"{dead:.0%} of groups are dead at G = {G0}, but G = {nxt} would "
+                               f"leave fewer than {MIN_PROMPTS} prompts per step at N = {budget}")
+                break
+            reasons.append(f"{dead:.0%} > {MAX_DEAD:.0%} dead at G = {G0}: double")
+            G0 = nxt
+        reasons.append(f"expected dead fraction on {pool_name} at G = {G0}: "
+                       f"{pool.dead_fraction(G0):.1%}; no gradient-noise constants were given, "
+                       "so G* cannot be computed (pass --noise c1,c2,c3)")
+        say("G", G0, "; ".join(reasons))
+    r0 = _row(pool, None, G0, budget, noise)
+    say("prompts per step", r0["prompts_per_step"],
+        f"budget N = {budget} completions / G = {G0}; expect "
+        f"{r0['informative_prompts_per_step']:.1f} informative prompts per step "
+        f"({r0['completions_per_informative_group']:.1f} completions per informative group)")
+
+    # -- 3. adaptive G and dynamic sampling ---------------------------------------------
+    remedies = []
+    dead0 = pool.dead_fraction(G0)
+    dead_all = d.dead_fraction(G0)
+    remedies.append({"remedy": "none (fixed G)", "G": G0,
+                     "informative_per_1000_completions": 1000 * (1 - dead_all) / G0,
+                     "note": f"{dead_all:.1%} of groups dead"})
+    if filt is not None:
+        fd = filt.dead_fraction(G0)
+        remedies.append({"remedy": "filtering", "G": G0,
+                         "informative_per_1000_completions": 1000 * (1 - fd) / G0,
+                         "note": f"keeps {filt.prompts} of {d.prompts} prompts; {fd:.1%} dead"})
+    base_eff = (1 - dead0) / G0
+    live0 = 1 - dead0
+    remedies.append({"remedy": "dynamic sampling", "G": G0,
+                     "informative_per_1000_completions": 1000 * base_eff,
+                     "note": (f"on {pool_name}: full batches of informative groups for "
+                              f"{1 / live0:.2f}x the completions per step" if live0 > 0
+                              else "never fills a batch")})
+    rates = pool.point_rates()
+    adaptive_gain = None
+    if rates is not None and G0 >= 2:
+        Gj = adaptive_allocation(rates, G0, max_G=max_G)
+        fixed_q = float(np.sum(theory.informative_probability(rates, G0)))
+        adapt_q = float(np.sum(theory.informative_probability(rates, Gj)))
+        if fixed_q > 0:
+            adaptive_gain = adapt_q / fixed_q - 1
+        else:  # nothing informative at fixed G: adaptive G helps only if it finds something
+            adaptive_gain = math.inf if adapt_q > 0 else 0.0
+        est = "posterior-mean" if pool.kind == "counts" else "given"
+        remedies.append({"remedy": "adaptive G", "G": f"{int(Gj.min())}-{int(Gj.max())}",
+                         "informative_per_1000_completions":
+                             1000 * adapt_q / float(Gj.sum()),
+                         "note": f"on {pool_name}, same mean G = {G0}: {adaptive_gain:+.0%} "
+                                 f"informative groups vs fixed G ({est} pass rates)"})
+    if adaptive_gain is not None and adaptive_gain >= MIN_GAIN:
+        say("adaptive G", "yes", f"spreading the same {G0} samples per prompt by pass rate "
+            f"(2 to {max_G}) adds {adaptive_gain:.0%} informative groups (greedy allocation, "
+            "cf. Knapsack RL, arXiv 2509.25849); TRL, verl and OpenRLHF use a fixed G")
+    elif adaptive_gain is not None:
+        say("adaptive G", "no", f"it adds only {adaptive_gain:.0%} informative groups at mean "
+            f"G = {G0} (threshold {MIN_GAIN:.0%}): not worth a custom sampler")
+    else:
+        say("adaptive G", "needs per-prompt pass rates", "it allocates samples prompt by prompt")
+    if dead0 > DS_DEAD and live0 > 0:
+        say("dynamic sampling", "yes, capped",
+            f"{dead0:.0%} of groups stay dead at G = {G0}; refilling the batch costs "
+            f"{1 / live0:.2f}x the completions per step (G·B/q, q = {live0:.3f}); set a cap "
+            "(verl: max_num_gen_batches), since hard pools hit it (verl#953)")
+    elif live0 > 0:
+        say("dynamic sampling", "optional",
+            f"only {dead0:.0%} of groups are dead at G = {G0} (threshold {DS_DEAD:.0%}); the "
+            f"batch shrinks little; its overhead would be {1 / live0:.2f}x")
+    else:
+        say("dynamic sampling", "no", "no group is ever informative: it would never fill a batch")
+
+    # -- 4. what to monitor -------------------------------------------------------------
+    say("monitor", f"frac_reward_zero_std ≈ {dead0:.3f}",
+        f"the predicted dead fraction at G = {G0}; if the observed value drifts away, pass "
+        "rates have moved: rerun grpolab advise on the TRL log (--num-generations "
+        f"{G0})")
+    say("monitor", "held-out accuracy, KL, completions per step",
+        "the task metric decides; the training loss is not a progress signal in GRPO "
+        "(advantages are centred per group)")
+    return Advice(source=d.source, kind=d.kind, assumptions=list(d.assumptions), budget=budget,
+                  max_G=max_G, prompts=d.prompts, mean_pass_rate=d.mean_pass_rate,
+                  rows=_json_safe(rows), remedies=_json_safe(remedies), recommendation=rec,
+                  noise=noise_info)
+
+
+def format_advice(a: Advice) -> str:
+    """The table and the recommendation as plain text (what ``grpolab advise`` prints)."""
+    out = [f"grpolab advise: {a.source} ({a.kind}; "
+           + (f"{a.prompts} prompts, " if a.prompts else "")
+           + f"mean pass rate {a.mean_pass_rate:.3f}), budget N = {a.budget} completions per step"]
+    out += [f"  assumed: {s}" for s in a.assumptions]
+    filt = any(r.get("dead_fraction_filtered") is not None for r in a.rows)
+    head = ["G", "prompts/step", "P(dead)", "method", "informative/step", "compl./informative",
+            "DS compl./step", "grad. var x"]
+    if filt:
+        head += ["P(dead) filtered", "informative filtered"]
+    if a.noise:
+        head.append("grad. MSE")
+    lines = []
+    for r in a.rows:
+        cells = [str(r["G"]), str(r["prompts_per_step"]), f"{r['dead_fraction']:.3f}",
+                 r["method"], f"{r['informative_prompts_per_step']:.1f}",
+                 _fmt(r["completions_per_informative_group"], ".1f"),
+                 _fmt(r["dynamic_sampling_completions_per_step"], ".0f"),
+                 f"{r['gradient_variance_inflation']:.3f}"]
+        if filt:
+            cells += [f"{r['dead_fraction_filtered']:.3f}",
+                      f"{r['informative_prompts_per_step_filtered']:.1f}"]
+        if a.noise:
+            cells.append(f"{r['gradient_mse']:.4g}")
+        lines.append(cells)
+    widths = [max(len(h), *(len(c[i]) for c in lines)) for i, h in enumerate(head)]
+    out.append("")
+    out.append("  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
+    out += ["  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)) for cells in lines]
+    out.append("")
+    out.append("remedies at the recommended G (informative groups per 1,000 completions):")
+    for m in a.remedies:
+        out.append(f"  {m['remedy']:<18} G = {str(m['G']):<6} "
+                   f"{_fmt(m['informative_per_1000_completions'], '.1f'):>7}   {m['note']}")
+    out.append("")
+    out.append("recommendation:")
+    for line in a.recommendation:
+        out.append(f"  {line['item']}: {line['value']}  -- {line['reason']}")
+    out.append("P(dead) = E[p^G + (1-p)^G]; grad. var x = G/(G-1), the leave-one-out baseline's "
+               "inflation. Derivations: book/capstone/01-choosing-g.md")
+    return "\n".join(out)
+
+
+def _fmt(x, spec: str) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "inf"
+    return format(x, spec)

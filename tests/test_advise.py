@@ -1,0 +1,256 @@
+"""grpolab advise: its numbers against independent computation, its file formats, bad files."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from grpolab import advise as adv
+from grpolab._paths import checkout_root
+from grpolab.cli.main import main
+
+CENSUS = checkout_root() / "labs" / "results" / "smollm2-pass-rates" / "pass_rates.json"
+
+
+def dead_by_hand(rates, G):
+    return sum(p ** G + (1 - p) ** G for p in rates) / len(rates)
+
+
+def beta_dead_by_hand(a, b, G):
+    """E[p^G + (1-p)^G] for p ~ Beta(a, b), from the rising-factorial moment formula."""
+    return (math.prod((a + i) / (a + b + i) for i in range(G))
+            + math.prod((b + i) / (a + b + i) for i in range(G)))
+
+
+def unbiased_by_hand(k, n, G):
+    return (math.comb(k, G) + math.comb(n - k, G)) / math.comb(n, G)
+
+
+# ---- numbers -------------------------------------------------------------------------
+def test_rates_table_matches_hand_computation(tmp_path):
+    rates = [0.0, 0.05, 0.3, 0.5, 0.9, 1.0]
+    f = tmp_path / "rates.csv"
+    f.write_text("prompt,pass_rate\n" + "".join(f"q{i},{p}\n" for i, p in enumerate(rates)))
+    a = adv.advise(adv.load_pass_rates(f), budget=100, max_G=16)
+    assert [r["G"] for r in a.rows] == [2, 4, 8, 16]
+    for r in a.rows:
+        G = r["G"]
+        d = dead_by_hand(rates, G)
+        assert r["prompts_per_step"] == 100 // G
+        assert r["dead_fraction"] == pytest.approx(d, rel=1e-12)
+        assert r["informative_prompts_per_step"] == pytest.approx((100 // G) * (1 - d))
+        assert r["completions_per_informative_group"] == pytest.approx(G / (1 - d))
+        assert r["gradient_variance_inflation"] == pytest.approx(G / (G - 1))
+        kept = [p for p in rates if 0 < p < 1]
+        assert r["dead_fraction_filtered"] == pytest.approx(dead_by_hand(kept, G))
+
+
+def test_counts_use_the_unbiased_estimate_then_the_posterior(tmp_path):
+    k, n = [0, 1, 3, 8, 8], 8
+    f = tmp_path / "counts.json"
+    f.write_text(json.dumps([{"successes": s, "samples": n} for s in k]))
+    d = adv.load_pass_rates(f)
+    assert d.kind == "counts"
+    for G in (2, 4, 8):
+        assert d.method(G) == "unbiased"
+        want = np.mean([unbiased_by_hand(s, n, G) for s in k])
+        assert d.dead_fraction(G) == pytest.approx(want, rel=1e-10)
+    # G > n: posterior E[p^G + (1-p)^G | k, n] under the fitted Beta prior
+    a, b = d.prior()
+    G = 16
+    post = [beta_dead_by_hand(a + s, b + n - s, G) for s in k]
+    assert d.method(G) == "emp.Bayes"
+    assert d.dead_fraction(G) == pytest.approx(np.mean(post), rel=1e-10)
+
+
+def test_committed_census_numbers():
+    doc = json.loads(CENSUS.read_text(encoding="utf-8"))
+    k = [r["successes"] for r in doc["records"]]
+    n = [r["samples"] for r in doc["records"]]
+    a = adv.advise(adv.load_pass_rates(CENSUS), budget=512, max_G=32)
+    for r in a.rows:
+        want = np.mean([unbiased_by_hand(s, m, r["G"]) for s, m in zip(k, n, strict=True)])
+        assert r["dead_fraction"] == pytest.approx(want, rel=1e-9)
+    # a prompt never solved in 32 samples is dead for every G <= 32
+    never = sum(s == 0 for s in k) / len(k)
+    assert a.rows[-1]["G"] == 32 and a.rows[-1]["dead_fraction"] >= never - 1e-12
+    items = {line["item"] for line in a.recommendation}
+    assert {"filter", "G", "adaptive G", "dynamic sampling", "monitor"} <= items
+    assert all(line["reason"] for line in a.recommendation)
+
+
+def test_beta_fit_recovers_a_known_prior():
+    rng = np.random.default_rng(1)
+    p = rng.beta(0.5, 2.0, size=4000)
+    k = rng.binomial(32, p)
+    a, b = adv.fit_beta_binomial(k, np.full_like(k, 32))
+    assert a == pytest.approx(0.5, rel=0.15) and b == pytest.approx(2.0, rel=0.2)
+
+
+def test_back_out_beta_reproduces_the_log():
+    z, m, G = 0.45, 0.3, 8
+    a, b = adv.back_out_beta(z, m, G)
+    assert beta_dead_by_hand(a, b, G) == pytest.approx(z, rel=1e-8)
+    mc = np.random.default_rng(0).beta(a, b, size=400_000)  # and by simulation
+    assert np.mean(mc ** G + (1 - mc) ** G) == pytest.approx(z, abs=0.005)
+    assert a / (a + b) == pytest.approx(m, rel=1e-12)
+    with pytest.raises(adv.AdviseError, match="no Beta"):
+        adv.back_out_beta(0.01, 0.3, 8)  # below m^G + (1-m)^G: no spread fits
+
+
+def test_back_out_pass_rate():
+    for z, G in ((0.6, 8), (0.9, 4), (0.2, 16)):
+        p = adv.back_out_pass_rate(z, G)
+        assert 0 <= p <= 0.5
+        assert p ** G + (1 - p) ** G == pytest.approx(z, abs=1e-9)
+    with pytest.raises(adv.AdviseError, match="impossible"):
+        adv.back_out_pass_rate(0.001, 4)  # below 2^(1-G)
+
+
+def test_adaptive_allocation_is_optimal_against_brute_force():
+    rates = np.array([0.02, 0.3, 0.5, 0.97])
+    mean_G, max_G = 4, 9
+    got = adv.adaptive_allocation(rates, mean_G, max_G=max_G)
+    assert got.sum() == len(rates) * mean_G and got.min() >= 2 and got.max() <= max_G
+
+    def value(Gs):
+        return sum(1 - p ** g - (1 - p) ** g for p, g in zip(rates, Gs, strict=True))
+
+    best = max(value(Gs) for Gs in itertools.product(range(2, max_G + 1), repeat=len(rates))
+               if sum(Gs) == len(rates) * mean_G)
+    assert value(got) == pytest.approx(best, rel=1e-12)
+
+
+def test_noise_constants_give_g_star(tmp_path):
+    d = adv.load_pass_rates(_write(tmp_path, "r.json", json.dumps([0.2, 0.5, 0.7])))
+    noise = adv.load_noise("1,3,64")
+    a = adv.advise(d, budget=512, max_G=64, noise=noise)
+    assert a.noise["G_star"] == pytest.approx(8.0)
+    assert a.noise["G_star_feasible"] == 8
+    g_line = next(line for line in a.recommendation if line["item"] == "G")
+    assert g_line["value"] == 8 and "2603.01162" in g_line["reason"]
+    row = next(r for r in a.rows if r["G"] == 16)
+    assert row["gradient_mse"] == pytest.approx(1 / 32 + 3 / (32 * 16) + 64 / (32 * 256))
+
+
+def test_noise_fit_recovers_constants(tmp_path):
+    c1, c2, c3 = 0.5, 2.0, 30.0
+    rows = [{"G": G, "prompts_per_step": 64 // G,
+             "noise_to_signal": c1 / (64 // G) + c2 / (64) + c3 / (64 * G)}
+            for G in (2, 4, 8, 16, 32)]
+    f = _write(tmp_path, "gradient_noise.json", json.dumps({"mixed": rows, "hard": rows[:2]}))
+    got = adv.load_noise(str(f), "mixed")
+    assert (got.c1, got.c2, got.c3) == pytest.approx((c1, c2, c3), rel=1e-8)
+    with pytest.raises(adv.AdviseError, match="--noise-regime"):
+        adv.load_noise(str(f))
+    with pytest.raises(adv.AdviseError, match=">= 3"):
+        adv.load_noise(str(f), "hard")
+
+
+def test_trl_trainer_state_backs_out_a_beta(tmp_path):
+    hist = [{"step": i, "loss": 0.0, "reward": 0.3, "frac_reward_zero_std": 0.45}
+            for i in range(1, 21)]
+    f = _write(tmp_path, "trainer_state.json", json.dumps({"log_history": hist}))
+    d = adv.load_pass_rates(f, num_generations=8)
+    assert d.kind == "beta"
+    assert d.dead_fraction(8) == pytest.approx(0.45, rel=1e-6)
+    assert any("Beta" in s for s in d.assumptions)
+    a = adv.advise(d)
+    assert next(line for line in a.recommendation if line["item"] == "filter")["value"] == \
+        "needs per-prompt pass rates"
+
+
+def test_trl_jsonl_without_reward_assumes_one_pass_rate(tmp_path):
+    lines = "\n".join(json.dumps({"train/frac_reward_zero_std": 0.6, "num_generations": 4})
+                      for _ in range(3))
+    d = adv.load_pass_rates(_write(tmp_path, "log.jsonl", lines))
+    assert d.kind == "point"
+    assert d.p ** 4 + (1 - d.p) ** 4 == pytest.approx(0.6, abs=1e-9)
+    assert any("1 - p" in s for s in d.assumptions)
+
+
+# ---- the command ---------------------------------------------------------------------
+def test_cli_on_committed_census(capsys):
+    assert main(["advise", "--pass-rates", str(CENSUS), "--budget", "256", "--max-G", "16"]) == 0
+    out = capsys.readouterr().out
+    assert "recommendation:" in out and "P(dead)" in out
+    assert main(["advise", "--pass-rates", str(CENSUS), "--budget", "256", "--max-G", "16",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["G"] for r in doc["rows"]] == [2, 4, 8, 16]
+    assert doc["budget"] == 256 and doc["prompts"] == 40
+    direct = adv.advise(adv.load_pass_rates(CENSUS), budget=256, max_G=16).to_dict()
+    assert doc == json.loads(json.dumps(direct))
+
+
+def _write(tmp_path, name, text):
+    f = tmp_path / name
+    f.write_text(text, encoding="utf-8")
+    return f
+
+
+BAD = [
+    ("missing", None, [], "no such file"),
+    ("empty.csv", "", [], "empty file"),
+    ("garbage.json", "{not json at all", [], "not valid JSON"),
+    ("garbage.csv", "\x00\x01 hello, world\nfoo,bar\n", [], "no pass-rate column"),
+    ("columns.csv", "prompt,score\na,0.5\n", [], "no pass-rate column"),
+    ("high.csv", "pass_rate\n0.2\n1.5\n", [], "got 1.5"),
+    ("nan.csv", "pass_rate\n0.2\nnan\n", [], "finite"),
+    ("nan.json", '{"pass_rates": [0.1, NaN]}', [], "finite"),
+    ("header.csv", "pass_rate\n", [], "no data rows"),
+    ("counts.json", '[{"successes": 5, "samples": 4}]', [], "between 0 and samples"),
+    ("trl.json", '{"log_history": [{"frac_reward_zero_std": 0.5}]}', [], "--num-generations"),
+    ("nolog.json", '{"log_history": [{"loss": 0.1}]}', [], "frac_reward_zero_std"),
+    ("ok.csv", "pass_rate\n0.2\n", ["--budget", "1"], "--budget"),
+    ("ok.csv", "pass_rate\n0.2\n", ["--max-G", "1"], "--max-G"),
+    ("ok.csv", "pass_rate\n0.2\n", ["--noise", "1,x,3"], "three numbers"),
+    ("ok.csv", "pass_rate\n0.2\n", ["--noise", "0,1,3"], "c1 must be > 0"),
+]
+
+
+@pytest.mark.parametrize("name, text, extra, needle", BAD, ids=[b[0] + str(b[2]) for b in BAD])
+def test_bad_input_is_one_line_exit_2(tmp_path, capsys, name, text, extra, needle):
+    path = tmp_path / name if text is None else _write(tmp_path, name, text)
+    assert main(["advise", "--pass-rates", str(path), *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and needle in err[0], err
+
+
+def test_unsolvable_pool_is_not_answered_with_a_larger_g(tmp_path):
+    a = adv.advise(adv.load_pass_rates(_write(tmp_path, "z.csv", "pass_rate\n0\n1\n0\n")))
+    lines = {line["item"]: line for line in a.recommendation}
+    assert lines["filter"]["value"] == "nothing left"
+    assert lines["G"]["value"] == adv.START_G and "change the prompts" in lines["G"]["reason"]
+    assert lines["dynamic sampling"]["value"] == "no"
+    assert lines["adaptive G"]["value"] == "no"
+
+
+def test_binary_file_and_bom_csv(tmp_path, capsys):
+    f = tmp_path / "image.csv"
+    f.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    assert main(["advise", "--pass-rates", str(f)]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    g = tmp_path / "excel.csv"
+    g.write_bytes("\ufeffpass_rate\n0.2\n0.5\n".encode())
+    assert adv.load_pass_rates(g).rates.tolist() == [0.2, 0.5]
+
+
+def test_bad_file_from_the_shell_has_no_traceback(tmp_path):
+    f = _write(tmp_path, "bad.csv", "pass_rate\n1.5\n")
+    out = subprocess.run([sys.executable, "-m", "grpolab", "advise", "--pass-rates", str(f)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip().startswith("error: ") and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_advise_never_imports_torch():
+    code = "import sys, grpolab.advise, grpolab.cli.advise; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
