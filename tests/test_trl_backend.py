@@ -350,3 +350,42 @@ def test_trl_lora_option_runs(tiny_path, tmp_path):
     s = run(cfg, tmp_path / "lora", progress=False, lora_r=4)
     assert s["lora_r"] == 4 and s["completions"] == 8
     assert os.path.isfile(tmp_path / "lora" / "summary.json")
+
+
+@pytest.mark.slow
+def test_both_backends_log_the_same_schema_and_census_window(tiny_path, tmp_path):
+    """A row logged by either backend reads the same: TRL's rows use only the loop's names
+    (:data:`LOGGED_KEYS`) for shared quantities, TRL-only extras start ``trl_``, and each
+    step row carries the same keys under both backends.
+
+    The census is twice the window wide: its first ``width`` columns (the window both
+    backends must use) pass half the time, the rest always. A window taken from the last
+    columns (TRL's old ``[:, -width:]``) predicts a zero-variance fraction of 1 at step 1,
+    the right one 0 (k = 2 of n = 4 with G = 4)."""
+    from grpolab.grpo.loop import GRPOConfig, run
+    from grpolab.grpo.trl_backend import LOGGED_KEYS, TRL_LOG_NAMES
+
+    assert set(TRL_LOG_NAMES.values()) <= set(LOGGED_KEYS) | {
+        v for v in TRL_LOG_NAMES.values() if v.startswith("trl_")}
+    n_train, width = 16, 4
+    census = np.zeros((n_train, 2 * width), bool)
+    census[:, 0:width:2] = True
+    census[:, width:] = True
+    rows = {}
+    for backend in ("grpolab", "trl"):
+        cfg = GRPOConfig(task="arithmetic",
+                         task_kwargs={"digits": [1], "n_train": n_train, "n_eval": 4, "seed": 0},
+                         model=str(tiny_path), backend=backend, num_generations=4,
+                         prompts_per_step=2, steps=2, max_completion_length=3,
+                         eval_samples=1, census_samples=width, device="cpu")
+        run(cfg, tmp_path / backend, census=census, progress=False)
+        rows[backend] = [json.loads(x) for x in open(tmp_path / backend / "log.jsonl")]
+    for backend, log in rows.items():
+        assert [r["step"] for r in log] == [0, 1, 2]
+        for r in log:
+            unknown = {k for k in r if k not in LOGGED_KEYS and not k.startswith("trl_")}
+            assert not unknown, f"{backend} logs names outside the shared vocabulary: {unknown}"
+        assert log[1]["zero_gradient_predicted"] == 0.0, f"{backend}: census window"
+    assert not any(k.startswith("trl_") for r in rows["grpolab"] for k in r)
+    for ours, theirs in zip(rows["grpolab"], rows["trl"], strict=True):
+        assert set(ours) == {k for k in theirs if not k.startswith("trl_")}, ours["step"]

@@ -270,8 +270,8 @@ def callback_class():
         :class:`RewardRecorder` give the observed zero-variance fraction; the prompts' reward
         windows *before* this step give the prediction (unbiased C(k, G)/C(n, G) and
         plug-in); then the step's rewards enter the windows. ``on_log``: TRL's own metrics
-        (loss, grad_norm, kl, entropy, frac_reward_zero_std) join the record, which is
-        written as one JSON line.
+        join the record under the loop's names (:data:`TRL_LOG_NAMES`), which is written
+        as one JSON line.
         """
 
         def __init__(self, recorder, window, G, log, evaluate, eval_every, steps, start,
@@ -302,11 +302,15 @@ def callback_class():
                                zero_gradient_predicted_plugin=float(plug_in.mean()),
                                pass_rate_estimate_mean=float(self.window.hits[groups_idx].mean()))
                     self.zero_pred.append(rec["zero_gradient_predicted"])
-            self.step_completions = len(idx)
-            self.completions += len(idx)
+            # The whole generation batch (all processes), not just what this process scored.
+            before = self.completions
+            self.step_completions = (args.per_device_train_batch_size * args.world_size
+                                     * args.gradient_accumulation_steps)
+            self.completions += self.step_completions
             rec["completions"] = self.completions
-            if self.evaluate is not None and (state.global_step % self.eval_every == 0
-                                              or state.global_step == self.steps):
+            # eval_every counts completions (GRPOConfig.eval_every), as in grpolab's loop
+            crossed = self.completions // self.eval_every > before // self.eval_every
+            if self.evaluate is not None and (crossed or state.global_step == self.steps):
                 was_training = model.training
                 model.eval()
                 self.last_eval = self.evaluate(model)
