@@ -17,6 +17,15 @@ optimizer) and then runs and times one grpolab step, outside TRL's timed window.
 ``--warmup`` steps of each side are dropped; the medians of the rest are reported.
 Ratio = TRL seconds per step ÷ grpolab seconds per step (target ≥ 2, i.e. grpolab ≤ 0.5×).
 
+TRL's side is configured by :func:`grpolab.grpo.trl_backend.trl_args`, i.e. exactly what
+``--backend trl`` runs (float32 on CPU, no gradient checkpointing), plus the fixed-length
+generation and quiet logging above. ``--trl-defaults`` instead leaves ``bf16`` and
+``gradient_checkpointing`` at TRL's own defaults (both ``True``, even on CPU): that is what
+the benchmark measured before, when TRL's step came out ~10× slower on a CPU without native
+bf16 (issue 14). The output records the TRL settings that change a step's work, whether
+checkpointing was really on, the package versions and the CPU's bf16 support, so such a
+jump explains itself.
+
     python benchmarks/bench_step.py            # B=8, G=8 and B=4, G=16 (64 completions/step)
     python benchmarks/bench_step.py --quick    # B=2, G=4, a few steps
 """
@@ -46,14 +55,62 @@ def reward_fn(answers):
     return score
 
 
-def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float) -> list[Row]:
+#: TRL settings that change how much work a step does (recorded with every result).
+WORK_SETTINGS = ("bf16", "fp16", "gradient_checkpointing", "per_device_train_batch_size",
+                 "gradient_accumulation_steps", "steps_per_generation", "num_iterations",
+                 "num_generations", "max_completion_length", "beta", "loss_type",
+                 "use_bias_correction_kl", "torch_compile", "use_vllm", "use_cpu", "top_k")
+
+
+def cpu_bf16_support() -> dict:
+    """Whether this CPU has native bf16 (AVX512-BF16, AMX) and any oneDNN ISA cap: bf16
+    autocast on a CPU without them is several times slower than float32."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f
+                          if line.startswith("flags")), [])
+    except OSError:
+        flags = []
+    return {"avx512_bf16": "avx512_bf16" in flags, "amx_bf16": "amx_bf16" in flags,
+            "ONEDNN_MAX_CPU_ISA": os.environ.get("ONEDNN_MAX_CPU_ISA")}
+
+
+def versions() -> dict:
+    out = {}
+    for mod in ("torch", "transformers", "trl", "accelerate"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except ImportError:
+            out[mod] = None
+    return out
+
+
+def trl_settings(trainer) -> dict:
+    """What TRL actually ran with: the work-changing arguments, the accelerator's mixed
+    precision and whether the model really had gradient checkpointing on."""
+    args = trainer.args
+    rec = {k: getattr(args, k, None) for k in WORK_SETTINGS}
+    rec["mixed_precision"] = str(trainer.accelerator.mixed_precision)
+    model = trainer.model
+    rec["model_gradient_checkpointing"] = bool(
+        getattr(model, "is_activation_checkpointing", None)
+        if hasattr(type(model), "is_activation_checkpointing")
+        else getattr(model, "is_gradient_checkpointing", False))
+    rec["torch_threads"] = __import__("torch").get_num_threads()
+    return rec
+
+
+def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float,
+               trl_defaults: bool = False) -> list[Row]:
     import torch
     from datasets import Dataset
     from transformers import TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
+    from grpolab.grpo.config import GRPOConfig as OurConfig
     from grpolab.grpo.loss import compute_advantages, grpo_update
     from grpolab.grpo.rollout import sample
+    from grpolab.grpo.trl_backend import trl_args
     from grpolab.models.tiny import build_tiny_model
     from grpolab.tasks.arithmetic import get_task
 
@@ -116,18 +173,20 @@ def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float) -> li
                 times[k].cpu.append(time.process_time() - c0)
 
     out = tempfile.mkdtemp(prefix="grpolab-bench-trl-")
-    cfg = GRPOConfig(
-        output_dir=out, use_cpu=True, report_to=[], num_generations=G,
-        per_device_train_batch_size=B * G, gradient_accumulation_steps=1,
-        max_completion_length=T, max_steps=steps, learning_rate=lr, max_grad_norm=1.0,
-        beta=0.0, loss_type="dapo", scale_rewards="group", num_iterations=1,
-        temperature=1.0, top_p=1.0, top_k=0, logging_steps=10_000, save_strategy="no",
-        disable_tqdm=True, seed=0, lr_scheduler_type="constant", weight_decay=0.0,
-        optim="adamw_torch", generation_kwargs={"eos_token_id": no_eos},
-    )
+    ours_cfg = OurConfig(num_generations=G, prompts_per_step=B, steps=steps,
+                         max_completion_length=T, learning_rate=lr, max_grad_norm=1.0, beta=0.0,
+                         loss_type="dapo", scale_rewards="group", num_iterations=1,
+                         temperature=1.0, top_p=1.0, seed=0)
+    overrides = dict(logging_steps=10_000, generation_kwargs={"eos_token_id": no_eos})
+    if trl_defaults:  # what this benchmark ran before: TRL's own precision and checkpointing
+        overrides.update(bf16=None, gradient_checkpointing=True)
+    cfg = trl_args(ours_cfg, out, device=torch.device("cpu"), progress=False, **overrides)
     trainer = GRPOTrainer(model=model, reward_funcs=[trl_reward], args=cfg, train_dataset=data,
                           processing_class=tok, callbacks=[Interleave()])
     trainer.train()
+    settings = trl_settings(trainer)
+    print(f"TRL settings B={B} G={G}: " + ", ".join(f"{k}={v}" for k, v in settings.items()),
+          flush=True)
     n = len(times["trl"].wall)
     if n <= warmup:
         raise SystemExit(f"error: only {n} steps ran; need more than --warmup {warmup}")
@@ -146,7 +205,8 @@ def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float) -> li
             ours=o, baseline=b, ratio=b / o,
             target=f"CPU-time ratio >= {TARGET}" if k == "grpolab" else "", reps=n - warmup,
             extra={"ours_cpu": times[k].cpu_median, "baseline_cpu": times["trl"].cpu_median,
-                   "ours_tokens_per_step": sum(tokens[k]) / len(tokens[k])}))
+                   "ours_tokens_per_step": sum(tokens[k]) / len(tokens[k]),
+                   "trl_settings": settings}))
     return rows
 
 
@@ -156,6 +216,9 @@ def main(argv=None) -> int:
                    help="comma-separated BxG (prompts x completions per prompt)")
     p.add_argument("--max-completion-length", type=int, default=6)
     p.add_argument("--warmup", type=int, default=3, help="steps dropped from each side")
+    p.add_argument("--trl-defaults", action="store_true",
+                   help="leave bf16 and gradient_checkpointing at TRL's defaults (True) instead "
+                        "of trl_args' float32 without checkpointing")
     args = p.parse_args(argv)
     set_threads(args.threads)
     warnings.filterwarnings("ignore")
@@ -172,7 +235,7 @@ def main(argv=None) -> int:
         steps = warmup + (args.reps or 15)
     rows = []
     for B, G in cases:
-        for row in bench_case(B, G, T, steps, warmup, lr=1e-5):
+        for row in bench_case(B, G, T, steps, warmup, lr=1e-5, trl_defaults=args.trl_defaults):
             if args.quick:
                 row.target = ""
             elif row.target:
@@ -181,10 +244,18 @@ def main(argv=None) -> int:
             print_row(BENCH, row)
     notes = ["Steady state: the first warm-up steps of each side are dropped.",
              "Both sides: fixed-length generation, beta=0, loss_type=dapo, scale_rewards=group, "
-             "num_iterations=1, AdamW (TRL optim=adamw_torch, constant LR), max_grad_norm=1."]
+             "num_iterations=1, AdamW (TRL optim=adamw_torch, constant LR), max_grad_norm=1.",
+             "TRL side: grpolab.grpo.trl_backend.trl_args (what --backend trl runs)"
+             + (", with TRL's default bf16 and gradient checkpointing" if args.trl_defaults
+                else ": float32, no gradient checkpointing") + "."]
+    cpu = cpu_bf16_support()
+    print(f"versions: {versions()}; cpu bf16: {cpu}", flush=True)
     return finish(BENCH, rows, args, notes,
                   settings={"cases": [f"B={b} G={g}" for b, g in cases], "T": T,
-                            "steps": steps, "warmup": warmup})
+                            "steps": steps, "warmup": warmup,
+                            "trl_defaults": bool(args.trl_defaults),
+                            "trl_settings": rows[0].extra["trl_settings"] if rows else {},
+                            "versions": versions(), "cpu_bf16": cpu})
 
 
 if __name__ == "__main__":

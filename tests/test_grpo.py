@@ -87,3 +87,20 @@ def test_bad_arguments_raise():
         grpo_loss(x, x, None, torch.zeros(1), x, beta=0.1)
     with pytest.raises(ValueError, match="epsilon"):
         grpo_loss(x, x, None, torch.zeros(1), x, epsilon=-1)
+
+
+def test_dr_grpo_requires_max_completion_length():
+    """Without it dr_grpo used to divide by the batch's T (the longest completion sampled),
+    which TRL never does: the loss scale then moved with the batch. Now it is an error."""
+    from grpolab.grpo.loss import grpo_update
+
+    t = lambda x: torch.tensor(x, dtype=torch.float64)  # noqa: E731
+    with pytest.raises(ValueError, match="max_completion_length"):
+        grpo_loss(t(LOGP), t(OLD), None, t(ADV), t(MASK), loss_type="dr_grpo")
+    with pytest.raises(ValueError, match="max_completion_length"):
+        grpo_loss(t(LOGP), t(OLD), None, t(ADV), t(MASK), loss_type="dr_grpo",
+                  max_completion_length=0)
+    with pytest.raises(ValueError, match="max_completion_length"):  # before any forward pass
+        grpo_update(None, None, None, None, loss_type="dr_grpo")
+    for other in ("grpo", "bnpo", "dapo"):  # the others do not use it
+        grpo_loss(t(LOGP), t(OLD), None, t(ADV), t(MASK), loss_type=other)

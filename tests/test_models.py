@@ -46,3 +46,25 @@ def test_load_errors_are_clear(tmp_path):
         load_causal_lm(str(tmp_path / "missing"))
     with pytest.raises(ValueError, match="dtype"):
         load_causal_lm(str(tmp_path), dtype="float99")
+
+
+def test_rotary_positions_make_left_padding_invisible():
+    """The tiny model is Llama-style (rotary positions), so a left-padded row gives the same
+    logits on its real tokens whether position ids come from the attention mask (grpolab's
+    sampler and loss, ``generate``) or are left out (TRL's log-prob pass), and the same as
+    the unpadded row. GPT-2's learned absolute positions fail the first check."""
+    model, tok = build_tiny_model(seed=0)
+    model.eval()
+    assert model.config.model_type == "llama" and model.config.tie_word_embeddings
+    enc = tok(["7+8=", "123+456=", "12+9="], padding=True, return_tensors="pt")
+    ids, mask = enc["input_ids"], enc["attention_mask"]
+    assert (mask == 0).any(), "the batch must be left-padded"
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    with torch.no_grad():
+        with_pos = model(input_ids=ids, attention_mask=mask, position_ids=positions).logits
+        without = model(input_ids=ids, attention_mask=mask).logits
+        real = mask.bool()
+        torch.testing.assert_close(with_pos[real], without[real], atol=1e-5, rtol=1e-4)
+        for row in range(ids.shape[0]):
+            alone = model(input_ids=ids[row, real[row]][None]).logits[0]
+            torch.testing.assert_close(without[row, real[row]], alone, atol=1e-5, rtol=1e-4)

@@ -104,3 +104,24 @@ def test_seeded_sampling_is_reproducible_and_checks_arguments(tiny):
                           ({"max_new_tokens": 0}, "max_new_tokens")]:
         with pytest.raises(ValueError, match=match):
             sample(model, tok, PROMPTS, **{"num_generations": 2, **kwargs})
+
+
+def test_seeded_sampling_matches_generate_token_for_token(tiny):
+    """Same global seed, same draws: ``sample`` (prompt encoded once, cache shared by the G
+    rows) and ``generate(num_return_sequences=G)`` (prompt repeated G times) give the same
+    tokens on left-padded prompts of different lengths."""
+    model, tok = tiny
+    G = 4
+    ids, mask = encode_prompts(tok, PROMPTS, "cpu")
+    for seed in range(3):
+        torch.manual_seed(seed)
+        ours = sample(model, tok, PROMPTS, G, max_new_tokens=6)
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            ref = model.generate(input_ids=ids, attention_mask=mask, do_sample=True, top_k=0,
+                                 top_p=1.0, temperature=1.0, num_return_sequences=G,
+                                 max_new_tokens=6, pad_token_id=tok.pad_token_id,
+                                 eos_token_id=tok.eos_token_id)[:, ids.shape[1]:]
+        T = ours.completion_ids.shape[1]
+        m = ours.completion_mask.bool()
+        assert torch.equal(ours.completion_ids[m], ref[:, :T][m])

@@ -68,7 +68,9 @@ def grpo_loss(logprobs, old_logprobs, ref_logprobs, advantages, completion_mask,
             "clip-higher" uses 0.28 with ε = 0.2).
         beta: weight of the k3 KL penalty to the reference (TRL ``beta``; 0 skips it).
         loss_type: ``"grpo"``, ``"bnpo"``, ``"dr_grpo"`` or ``"dapo"`` (see module docstring).
-        max_completion_length: the constant denominator of ``dr_grpo``; ``None`` → T.
+        max_completion_length: the constant denominator of ``dr_grpo`` (required there, as
+            TRL always divides by its ``max_completion_length``: the batch's own T would make
+            the loss scale depend on the longest completion sampled); unused otherwise.
         num_items_in_batch: tokens in the whole generation batch, the denominator of
             ``dapo``; ``None`` → the tokens in this batch.
 
@@ -90,6 +92,7 @@ def grpo_loss(logprobs, old_logprobs, ref_logprobs, advantages, completion_mask,
         raise ValueError(f"beta must be >= 0, got {beta!r}")
     if beta != 0 and ref_logprobs is None:
         raise ValueError("ref_logprobs are required when beta != 0")
+    _check_dr_grpo_length(loss_type, max_completion_length)
     mask = completion_mask.to(logprobs.dtype)
     adv = advantages.to(logprobs.dtype)[:, None]
 
@@ -110,8 +113,7 @@ def grpo_loss(logprobs, old_logprobs, ref_logprobs, advantages, completion_mask,
     elif loss_type == "bnpo":
         loss = (per_token * mask).sum() / n_tokens
     elif loss_type == "dr_grpo":
-        length = logprobs.shape[1] if max_completion_length is None else max_completion_length
-        loss = (per_token * mask).sum() / (logprobs.shape[0] * length)
+        loss = (per_token * mask).sum() / (logprobs.shape[0] * max_completion_length)
     else:  # dapo
         denom = n_tokens if num_items_in_batch is None else max(float(num_items_in_batch), 1.0)
         loss = (per_token * mask).sum() / denom
@@ -126,6 +128,20 @@ def grpo_loss(logprobs, old_logprobs, ref_logprobs, advantages, completion_mask,
         }
         metrics["clip_ratio"] = metrics["clip_ratio_low"] + metrics["clip_ratio_high"]
     return loss, metrics
+
+
+def _check_dr_grpo_length(loss_type: str, max_completion_length) -> None:
+    """``dr_grpo`` divides by a constant; without it the normalizer would silently be the
+    batch's T (the longest completion sampled), which TRL never uses."""
+    if loss_type != "dr_grpo":
+        return
+    if max_completion_length is None:
+        raise ValueError("loss_type='dr_grpo' needs max_completion_length (its constant "
+                         "denominator, TRL's max_completion_length)")
+    if (isinstance(max_completion_length, bool) or not isinstance(max_completion_length, int)
+            or max_completion_length < 1):
+        raise ValueError(f"max_completion_length must be an integer >= 1, "
+                         f"got {max_completion_length!r}")
 
 
 def compute_advantages(rewards, num_generations: int, scale_rewards: str = "group"):
@@ -149,6 +165,7 @@ def grpo_update(model, optimizer, rollout, advantages, *, ref_model=None,
     Returns a dict of floats averaged over iterations: ``loss``, ``grad_norm`` (before
     clipping), ``kl``, ``entropy`` (mean per-token entropy of π_θ), ``clip_ratio*``.
     """
+    _check_dr_grpo_length(loss_type, max_completion_length)
     device = next(model.parameters()).device
     p_ids, p_mask = rollout.prompt_ids.to(device), rollout.prompt_mask.to(device)
     c_ids, c_mask = rollout.completion_ids.to(device), rollout.completion_mask.to(device)

@@ -14,9 +14,26 @@ book treat both backends alike.
 
 Batch layout: one optimizer step per generation batch of B prompts × G completions
 (``per_device_train_batch_size · processes = B·G``, ``gradient_accumulation_steps = 1``,
-``steps_per_generation = 1``), as in grpolab's loop. With ``num_iterations = 1`` both
-backends then compute the same advantages and the same loss on the same batch
-(tests/test_trl_backend.py checks this on a tiny model).
+``steps_per_generation = 1``), as in grpolab's loop.
+
+What agrees, and what does not (tests/test_trl_backend.py checks the first two):
+
+- On the same generated batch, TRL's advantages equal :func:`grpolab.advantages.group_advantages`
+  of the rewards, for every ``scale_rewards``.
+- On the same batch and the same old log-probs, TRL's ``compute_loss`` and
+  :func:`grpolab.grpo.loss.grpo_loss` give the same loss *and* gradient, for every
+  ``loss_type``, with the KL term (``use_bias_correction_kl=False``, see :func:`trl_args`),
+  off policy with the clip binding, on left-padded prompts of mixed length and completions
+  shorter than ``max_completion_length``. This holds for models with rotary positions: the
+  embedded tiny model (Llama-style) and SmolLM2. TRL's log-prob pass gives the model no
+  ``position_ids``; with rotary positions attention depends only on token distances, so
+  that computes what grpolab's pass (positions from the attention mask) computes. A model
+  with learned absolute positions (GPT-2) would see left-padded rows at shifted positions
+  under TRL, and the gradients would differ.
+- The sampled tokens differ (each engine draws from its own random stream), so two runs
+  agree in distribution, not number for number.
+- The per-step log uses the loop's names for every shared quantity (:data:`LOGGED_KEYS`);
+  TRL-only extras are prefixed ``trl_``.
 
 Many GPUs (one process per GPU; B·G must divide by the number of processes)::
 
@@ -43,7 +60,32 @@ from grpolab import theory
 from grpolab.advantages import zero_variance_groups
 
 __all__ = ["RewardRecorder", "callback_class", "trl_args", "build_trainer", "run",
-           "completion_text"]
+           "completion_text", "LOGGED_KEYS", "TRL_LOG_NAMES"]
+
+#: The per-step log vocabulary both backends share (grpolab.grpo.loop writes these names):
+#: a quantity present in both logs has this name in both. TRL-only extras start ``trl_``.
+LOGGED_KEYS = (
+    "step", "completions", "tokens", "seconds",
+    "reward_mean", "reward_std",
+    "zero_gradient_observed", "zero_gradient_predicted", "zero_gradient_predicted_plugin",
+    "pass_rate_estimate_mean", "completion_length_mean",
+    # what grpolab.grpo.loss.grpo_update returns
+    "loss", "grad_norm", "kl", "entropy", "clip_ratio_low", "clip_ratio_high", "clip_ratio",
+    # held-out evaluation rows
+    "eval_greedy_accuracy", "eval_sampled_accuracy",
+    "eval_greedy_accuracy_by_difficulty", "eval_sampled_accuracy_by_difficulty",
+)
+
+#: TRL's logged metric → our name. TRL's clip ratios count tokens with ratio < 1 − ε and
+#: A < 0 (low) or ratio > 1 + ε_high and A > 0 (high), over completion tokens, as
+#: grpolab.grpo.loss does; its region ratio is their sum (the two sets are disjoint).
+TRL_LOG_NAMES = {
+    "loss": "loss", "grad_norm": "grad_norm", "kl": "kl", "entropy": "entropy",
+    "completions/mean_length": "completion_length_mean",
+    "clip_ratio/low_mean": "clip_ratio_low", "clip_ratio/high_mean": "clip_ratio_high",
+    "clip_ratio/region_mean": "clip_ratio",
+    "frac_reward_zero_std": "trl_frac_reward_zero_std", "num_tokens": "trl_num_tokens",
+}
 
 
 def completion_text(completion) -> str:
@@ -137,8 +179,24 @@ def _dataset(task, tokenizer, prompts):
 
 
 def trl_args(config, out_dir: str, *, device, progress: bool = True, use_vllm: bool = False,
-             world_size: int | None = None):
-    """TRL's ``GRPOConfig`` for our config: same names, one optimizer step per rollout batch."""
+             world_size: int | None = None, **overrides):
+    """TRL's ``GRPOConfig`` for our config: same names, one optimizer step per rollout batch.
+
+    Two TRL ≥ 1.x defaults are set explicitly, because each changes the work of a step and
+    grpolab's loop does neither:
+
+    - ``gradient_checkpointing`` (TRL default ``True``): recomputes the forward pass inside
+      the backward pass, a large share of a small model's step. grpolab's models fit
+      without it, and grpolab's loop does not checkpoint.
+    - ``bf16`` (TRL default ``True``, even with ``use_cpu``): autocasts the forward passes
+      to bfloat16. On a CPU without native bf16 (no AVX512-BF16/AMX) that is several times
+      slower than float32, and checkpointing doubles it (the ~10× TRL step of issue 14;
+      benchmarks/bench_step.py records both settings). Here: bf16 only on a CUDA device
+      that supports it, float32 on CPU, as in grpolab's loop.
+
+    ``overrides`` are passed on to TRL's ``GRPOConfig`` last (the benchmark uses them for
+    its fixed-length generation and quiet logging).
+    """
     from trl import GRPOConfig as TRLConfig
 
     G, B = config.num_generations, config.prompts_per_step
@@ -150,7 +208,7 @@ def trl_args(config, out_dir: str, *, device, progress: bool = True, use_vllm: b
     import torch
 
     bf16 = (not on_cpu) and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    return TRLConfig(
+    kwargs = dict(
         output_dir=os.path.join(out_dir, "trl"),
         per_device_train_batch_size=B * G // world,
         gradient_accumulation_steps=1,
@@ -168,8 +226,10 @@ def trl_args(config, out_dir: str, *, device, progress: bool = True, use_vllm: b
         max_grad_norm=config.max_grad_norm,
         beta=config.beta,
         # TRL ≥ 1.x multiplies the k3 KL by the (differentiable) importance ratio by default
-        # (DeepSeek-V3.2's unbiased KL gradient). grpolab's loss does not; switching it off
-        # keeps both backends on the same objective (same loss *and* gradient when beta > 0).
+        # (use_bias_correction_kl=True, DeepSeek-V3.2's unbiased KL gradient). grpolab's loss
+        # does not; switching it off keeps both backends on the same objective (same loss
+        # *and* gradient when beta > 0; with TRL's default even the on-policy gradient
+        # differs, tests/test_trl_backend.py shows it).
         use_bias_correction_kl=False,
         epsilon=config.epsilon,
         epsilon_high=config.epsilon_high if config.epsilon_high is not None else config.epsilon,
@@ -182,6 +242,7 @@ def trl_args(config, out_dir: str, *, device, progress: bool = True, use_vllm: b
         report_to=[],
         use_cpu=on_cpu,
         bf16=bf16,
+        gradient_checkpointing=False,
         seed=config.seed,
         data_seed=config.seed,
         disable_tqdm=not progress,
@@ -190,6 +251,8 @@ def trl_args(config, out_dir: str, *, device, progress: bool = True, use_vllm: b
         vllm_mode="colocate",
         remove_unused_columns=False,
     )
+    kwargs.update(overrides)
+    return TRLConfig(**kwargs)
 
 
 def callback_class():
@@ -204,8 +267,8 @@ def callback_class():
         :class:`RewardRecorder` give the observed zero-variance fraction; the prompts' reward
         windows *before* this step give the prediction (unbiased C(k, G)/C(n, G) and
         plug-in); then the step's rewards enter the windows. ``on_log``: TRL's own metrics
-        (loss, grad_norm, kl, entropy, frac_reward_zero_std) join the record, which is
-        written as one JSON line.
+        join the record under the loop's names (:data:`TRL_LOG_NAMES`), which is written
+        as one JSON line.
         """
 
         def __init__(self, recorder, window, G, log, evaluate, eval_every, steps, start,
@@ -236,11 +299,15 @@ def callback_class():
                                zero_gradient_predicted_plugin=float(plug_in.mean()),
                                pass_rate_estimate_mean=float(self.window.hits[groups_idx].mean()))
                     self.zero_pred.append(rec["zero_gradient_predicted"])
-            self.step_completions = len(idx)
-            self.completions += len(idx)
+            # The whole generation batch (all processes), not just what this process scored.
+            before = self.completions
+            self.step_completions = (args.per_device_train_batch_size * args.world_size
+                                     * args.gradient_accumulation_steps)
+            self.completions += self.step_completions
             rec["completions"] = self.completions
-            if self.evaluate is not None and (state.global_step % self.eval_every == 0
-                                              or state.global_step == self.steps):
+            # eval_every counts completions (GRPOConfig.eval_every), as in grpolab's loop
+            crossed = self.completions // self.eval_every > before // self.eval_every
+            if self.evaluate is not None and (crossed or state.global_step == self.steps):
                 was_training = model.training
                 model.eval()
                 self.last_eval = self.evaluate(model)
@@ -253,14 +320,11 @@ def callback_class():
             if self.pending is None or logs is None:
                 return
             rec, self.pending = self.pending, None
-            names = {"loss": "loss", "grad_norm": "grad_norm", "kl": "kl", "entropy": "entropy",
-                     "frac_reward_zero_std": "trl_frac_reward_zero_std",
-                     "num_tokens": "trl_num_tokens",
-                     "completions/mean_length": "completion_length_mean",
-                     "clip_ratio/region_mean": "clip_ratio"}
-            for src, dst in names.items():
+            for src, dst in TRL_LOG_NAMES.items():
                 if src in logs and isinstance(logs[src], int | float):
                     rec[dst] = float(logs[src])
+            if "loss" in rec and "kl" not in rec and not args.beta:
+                rec["kl"] = 0.0  # TRL logs no KL at beta = 0; grpolab's loop logs 0
             if "completion_length_mean" in rec:  # TRL's mean over this step's completions
                 self.tokens += int(round(rec["completion_length_mean"] * self.step_completions))
             rec["tokens"] = self.tokens
@@ -328,10 +392,10 @@ def run(config, out_dir, *, cache_dir: str | None = None, census=None, progress:
         census = pass_rate_census(model, tokenizer, task, _rendered(task, tokenizer, train_prompts),
                                   samples=width, seed=config.seed, **sampling)
     census = np.asarray(census)
-    if census.shape[0] != len(train_prompts) or census.shape[1] < G:
-        raise ValueError(f"census must have shape ({len(train_prompts)}, >= {G}), "
+    if census.ndim != 2 or census.shape[0] != len(train_prompts) or census.shape[1] < width:
+        raise ValueError(f"census must have shape ({len(train_prompts)}, >= {width}), "
                          f"got {census.shape}")
-    window = PassRateWindow(census[:, -width:])
+    window = PassRateWindow(census[:, :width])  # the first `width` columns, as the loop does
 
     start = time.time()
     initial = {"step": 0, **_eval(model), "seconds": 0.0, "completions": 0, "tokens": 0}
@@ -346,9 +410,7 @@ def run(config, out_dir, *, cache_dir: str | None = None, census=None, progress:
         peft_config = LoraConfig(r=lora_r, lora_alpha=2 * lora_r, lora_dropout=0.0,
                                  target_modules="all-linear", task_type="CAUSAL_LM")
     torch.manual_seed(config.seed)
-    # eval_every counts completions (as in the loop); TRL's callback counts steps
-    eval_steps = max(1, config.eval_every // (B * G))
-    callback = callback_class()(None, window, G, log, _eval, eval_steps, config.steps,
+    callback = callback_class()(None, window, G, log, _eval, config.eval_every, config.steps,
                                  start, is_main)
     trainer, recorder = build_trainer(config, model, tokenizer, task, train_prompts,
                                       out_dir=out_dir, device=device, callbacks=[callback],

@@ -1,9 +1,15 @@
 """Models: the embedded tiny causal LM, and a loader for any Hugging Face causal LM.
 
-- :func:`tiny_config` / :func:`build_tiny_model` — a 2-layer GPT-2 (d_model 128, about 0.4M
-  parameters) over the character vocabulary of :class:`grpolab.models.tokenizer.CharTokenizer`.
-  Built from a ``transformers`` config, so it saves and loads as safetensors like any
-  hub model.
+- :func:`tiny_config` / :func:`build_tiny_model` — a 2-layer Llama-style model (d_model 128,
+  about 0.4M parameters) over the character vocabulary of
+  :class:`grpolab.models.tokenizer.CharTokenizer`. It is SmolLM2's own architecture
+  (``LlamaForCausalLM``: rotary positions, RMSNorm, SwiGLU, tied embeddings), shrunk. Built
+  from a ``transformers`` config, so it saves and loads as safetensors like any hub model.
+
+  Why rotary positions: attention then depends only on the *distance* between tokens, so a
+  left-padded row computes the same function whether the caller passes position ids built
+  from the attention mask (grpolab, ``generate``) or none (TRL's log-prob pass). With
+  GPT-2's learned absolute positions the two disagree on every padded row.
 - :func:`load_causal_lm` — model + tokenizer from a hub id or a local directory (ours or
   anyone's), optionally from a GGUF file, on the device you ask for (default: CUDA when
   present).
@@ -31,25 +37,36 @@ def resolve_device(device=None):
 def tiny_config(vocab_size: int, *, n_layer: int = 2, n_embd: int = 128, n_head: int = 4,
                 n_positions: int = 64, bos_token_id: int = 1, eos_token_id: int = 2,
                 pad_token_id: int = 0):
-    """The GPT-2 config of the embedded tiny model (dropout off: RL wants a deterministic
-    policy given the parameters, so old and new log-probabilities agree)."""
-    from transformers import GPT2Config
+    """The ``LlamaConfig`` of the embedded tiny model.
 
-    return GPT2Config(
-        vocab_size=vocab_size, n_positions=n_positions, n_embd=n_embd, n_layer=n_layer,
-        n_head=n_head, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+    ``n_layer``/``n_embd``/``n_head`` map onto ``num_hidden_layers``/``hidden_size``/
+    ``num_attention_heads`` (``WarmStartConfig`` keeps the short names); ``n_positions`` is
+    ``max_position_embeddings``. The MLP width is 8/3 of the hidden size rounded up to a
+    multiple of 32 (Llama's SwiGLU convention, which keeps the parameter count of a 4× GELU
+    MLP; SmolLM2-135M uses 1536 for 576). Dropout is off: RL wants a deterministic policy
+    given the parameters, so old and new log-probabilities agree.
+    """
+    from transformers import LlamaConfig
+
+    intermediate = -(-8 * n_embd // 3 // 32) * 32
+    return LlamaConfig(
+        vocab_size=vocab_size, hidden_size=n_embd, intermediate_size=intermediate,
+        num_hidden_layers=n_layer, num_attention_heads=n_head, num_key_value_heads=n_head,
+        max_position_embeddings=n_positions, rope_theta=10_000.0, rms_norm_eps=1e-5,
+        hidden_act="silu", attention_bias=False, mlp_bias=False, attention_dropout=0.0,
+        tie_word_embeddings=True, initializer_range=0.02,
         bos_token_id=bos_token_id, eos_token_id=eos_token_id, pad_token_id=pad_token_id,
     )
 
 
 def build_tiny_model(tokenizer=None, *, seed: int = 0, **config_kwargs):
-    """A freshly initialised tiny GPT-2 and its character tokenizer (seeded).
+    """A freshly initialised tiny Llama-style model and its character tokenizer (seeded).
 
     Returns ``(model, tokenizer)``. ``config_kwargs`` override :func:`tiny_config`
     (``n_layer``, ``n_embd``, ``n_head``, ``n_positions``).
     """
     import torch
-    from transformers import GPT2LMHeadModel
+    from transformers import LlamaForCausalLM
 
     from grpolab.models.tokenizer import CharTokenizer
 
@@ -58,7 +75,7 @@ def build_tiny_model(tokenizer=None, *, seed: int = 0, **config_kwargs):
                          eos_token_id=tokenizer.eos_token_id,
                          pad_token_id=tokenizer.pad_token_id, **config_kwargs)
     torch.manual_seed(seed)
-    model = GPT2LMHeadModel(config)
+    model = LlamaForCausalLM(config)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     return model, tokenizer
 
