@@ -275,7 +275,8 @@ def _beta_moment(a, b, G, *, of_complement: bool):
         moment = np.exp(special.betaln(a, b + G) - special.betaln(a, b))
     else:
         moment = np.exp(special.betaln(a + G, b) - special.betaln(a, b))  # E[p^G]
-    return np.clip(moment, 0.0, 1.0)  # rounding in betaln must not leave [0, 1]
+    moment = np.asarray(moment)
+    return np.minimum(moment, 1.0, out=moment)  # rounding in betaln must not pass 1
 
 
 def beta_all_pass_probability(G, a, b):
@@ -307,9 +308,9 @@ def beta_zero_gradient_probability(G, a, b):
 
     Derived in: book/theory/03-zero-gradient.md, "Averaging over difficulty".
     """
-    return scalar_or_array(np.minimum(
-        np.asarray(beta_all_pass_probability(G, a, b))
-        + np.asarray(beta_all_fail_probability(G, a, b)), 1.0))
+    total = np.asarray(_beta_moment(a, b, G, of_complement=False)
+                       + _beta_moment(a, b, G, of_complement=True))
+    return scalar_or_array(np.minimum(total, 1.0, out=total))
 
 
 def empirical_zero_gradient_probability(pass_rates, G):
