@@ -7,7 +7,8 @@ book chapter that derives it ("Derived in: ...").
 Domains (checked on entry; a bad argument raises a ValueError or TypeError that names
 it, never a NaN, an inf or a wrapped integer): p is a probability in [0, 1]; G is an
 integer in [1, :data:`MAX_GROUP_SIZE`] = [1, 10⁶]; counts (prompts, budgets, trials,
-batches) lie in [0, 10¹⁵]; every other number is finite. See :mod:`grpolab._validate`.
+batches) lie in [0, 10¹⁵]; Beta parameters a, b in [1e-300, 1e300]; every other number
+is finite. See :mod:`grpolab._validate`.
 
 Only numpy and scipy are imported, so this module also runs in a browser Python.
 """
