@@ -104,6 +104,19 @@ def _advantages(r, G: int, scale: str, baseline: str, ddof: int, eps, torch_inpu
     return centred
 
 
+def _float_info(r, torch_input: bool) -> tuple[float, float, float]:
+    """(max, tiny, eps) of r's float type, for numpy arrays and torch tensors alike
+    (torch's dtypes are told apart by name, so torch need not be imported)."""
+    if not torch_input:
+        info = np.finfo(r.dtype)
+    else:
+        name = str(r.dtype).removeprefix("torch.")
+        if name == "bfloat16":  # float32's exponent range with an 8-bit significand
+            return float(np.finfo(np.float32).max), float(np.finfo(np.float32).tiny), 2.0**-7
+        info = np.finfo(np.dtype(name))
+    return float(info.max), float(info.tiny), float(info.eps)
+
+
 def _needs_rescaling(r, torch_input: bool) -> bool:
     """True when squaring deviations of rewards this size could overflow or underflow.
 
@@ -111,18 +124,15 @@ def _needs_rescaling(r, torch_input: bool) -> bool:
     max|r| ≤ √(max/n)/2; deviations of relative size ε (rounding) keep non-zero squares
     while max|r| ≥ √tiny/ε. Ordinary rewards are far inside, and take the plain path.
     """
+    biggest, tiny, eps = _float_info(r, torch_input)
     if torch_input:
-        import torch  # the caller passed a tensor, so torch is already imported
-
-        info = torch.finfo(r.dtype)
         group_max = r.abs().max(dim=1).values
         n = r.numel()
     else:
-        info = np.finfo(r.dtype)
         group_max = np.abs(r).max(axis=1)
         n = r.size
-    high = float(np.sqrt(info.max / n)) / 2
-    low = float(np.sqrt(info.tiny)) / info.eps
+    high = float(np.sqrt(biggest / n)) / 2
+    low = float(np.sqrt(tiny)) / eps
     return bool((group_max > high).any() or ((group_max > 0) & (group_max < low)).any())
 
 
@@ -189,14 +199,12 @@ def group_advantages(rewards, group_size: int, *, scale: str = "group", baseline
     if _needs_rescaling(r, torch_input):
         if not torch_input:
             return _rescaled_advantages(r, G, scale, baseline, ddof, eps).reshape(-1)
-        import torch
-
-        r64 = r.detach().to("cpu", torch.float64).numpy()
+        r64 = r.detach().cpu().double().numpy()
         out = _rescaled_advantages(r64, G, scale, baseline, ddof, eps).reshape(-1)
-        if (np.abs(out) > torch.finfo(r.dtype).max).any():
+        if (np.abs(out) > _float_info(r, True)[0]).any():
             raise ValueError(f"rewards: the advantages overflow {r.dtype}; rescale the rewards "
                              "or pass float64 rewards")
-        return torch.as_tensor(out, dtype=r.dtype, device=r.device)
+        return r.new_tensor(out).reshape(-1)  # r's dtype and device
     return _advantages(r, G, scale, baseline, ddof, eps, torch_input).reshape(-1)
 
 
