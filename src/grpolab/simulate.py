@@ -8,6 +8,11 @@ are functions of k. That makes 10⁶ groups take milliseconds.
 
 Every function returns an :class:`MCEstimate` with a standard error, so a test can
 ask "within 5 standard errors" instead of guessing a tolerance.
+
+Domains (checked on entry, with an error naming the argument): p is one probability,
+G one integer in [1, 10⁶], the sample counts are positive integers, a call draws at most
+:data:`~grpolab._validate.MAX_DRAWS` = 10⁸ numbers (memory), and ``seed`` is None, a
+non-negative integer or a numpy ``SeedSequence``/``Generator``.
 """
 
 from __future__ import annotations
@@ -16,7 +21,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpolab._validate import as_group_size, as_positive_int, as_probability
+from grpolab._validate import (
+    MAX_DRAWS,
+    MAX_GROUP_SIZE,
+    as_choice,
+    as_ddof,
+    as_positive_int,
+    as_probability,
+    as_probability_scalar,
+    as_real_scalar,
+)
 
 __all__ = [
     "MCEstimate",
@@ -42,6 +56,29 @@ class MCEstimate:
         return abs(self.mean - value) <= z * self.stderr + atol
 
 
+def _rng(seed) -> np.random.Generator:
+    """``np.random.default_rng(seed)``, with an error naming ``seed`` for a bad one."""
+    if isinstance(seed, (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)):
+        return np.random.default_rng(seed)
+    if seed is not None:
+        seed = as_positive_int(seed, "seed", minimum=0)
+    return np.random.default_rng(seed)
+
+
+def _group_size(G, minimum: int = 1) -> int:
+    return as_positive_int(G, "G", minimum=minimum, maximum=MAX_GROUP_SIZE)
+
+
+def _samples(value, name: str) -> int:
+    return as_positive_int(value, name, maximum=MAX_DRAWS)
+
+
+def _check_draws(total: int, names: str) -> None:
+    if total > MAX_DRAWS:
+        raise ValueError(f"{names}: {total:.3g} draws exceed {MAX_DRAWS:.0e} (memory); "
+                         "lower one of them")
+
+
 def _proportion(hits: np.ndarray) -> MCEstimate:
     n = hits.size
     m = float(hits.mean())
@@ -53,10 +90,10 @@ def zero_gradient_mc(p: float, G: int, n_groups: int = 1_000_000, seed: int = 0)
 
     Checks :func:`grpolab.theory.zero_gradient_probability`.
     """
-    p = float(as_probability(p))
-    G = int(as_group_size(G))
-    n = as_positive_int(n_groups, "n_groups")
-    k = np.random.default_rng(seed).binomial(G, p, size=n)
+    p = as_probability_scalar(p)
+    G = _group_size(G)
+    n = _samples(n_groups, "n_groups")
+    k = _rng(seed).binomial(G, p, size=n)
     return _proportion((k == 0) | (k == G))
 
 
@@ -66,9 +103,11 @@ def zero_gradient_beta_mc(G: int, a: float, b: float, n_groups: int = 1_000_000,
 
     Checks :func:`grpolab.theory.beta_zero_gradient_probability`.
     """
-    G = int(as_group_size(G))
-    n = as_positive_int(n_groups, "n_groups")
-    rng = np.random.default_rng(seed)
+    G = _group_size(G)
+    a = as_real_scalar(a, "a", minimum=1e-300, maximum=1e300)  # a Beta parameter
+    b = as_real_scalar(b, "b", minimum=1e-300, maximum=1e300)
+    n = _samples(n_groups, "n_groups")
+    rng = _rng(seed)
     k = rng.binomial(G, rng.beta(a, b, size=n))
     return _proportion((k == 0) | (k == G))
 
@@ -83,15 +122,18 @@ def baseline_variance_mc(G: int, *, reward: str = "bernoulli", p: float = 0.5,
     Checks :func:`grpolab.theory.baseline_variance`. The standard error uses the
     fourth central moment of r̄.
     """
-    G = int(as_group_size(G))
-    n = as_positive_int(n_groups, "n_groups")
-    rng = np.random.default_rng(seed)
+    G = _group_size(G)
+    n = _samples(n_groups, "n_groups")
+    reward = as_choice(reward, "reward", ("bernoulli", "gaussian"))
+    p = as_probability_scalar(p)
+    # σ ≤ 1e50 keeps σ⁴, which the standard error uses, finite.
+    sigma = as_real_scalar(sigma, "sigma", maximum=1e50)
+    rng = _rng(seed)
     if reward == "bernoulli":
-        means = rng.binomial(G, float(as_probability(p)), size=n) / G
-    elif reward == "gaussian":
-        means = rng.normal(0.0, sigma, size=(n, G)).mean(axis=1)
+        means = rng.binomial(G, p, size=n) / G
     else:
-        raise ValueError(f"reward must be 'bernoulli' or 'gaussian', got {reward!r}")
+        _check_draws(n * G, "n_groups × G")
+        means = rng.normal(0.0, sigma, size=(n, G)).mean(axis=1)
     centred = means - means.mean()
     var = float(np.mean(centred**2)) * n / max(n - 1, 1)
     m4 = float(np.mean(centred**4))
@@ -106,9 +148,10 @@ def group_std_mc(p: float, G: int, ddof: int = 1, n_groups: int = 1_000_000,
     few and far apart, which is why the group's own std is a noisy normaliser.
     Returns the array of per-group stds (not an estimate), for histograms.
     """
-    G = int(as_group_size(G, minimum=2))
-    n = as_positive_int(n_groups, "n_groups")
-    q = np.random.default_rng(seed).binomial(G, float(as_probability(p)), size=n) / G
+    G = _group_size(G, minimum=2)
+    ddof = as_ddof(ddof)
+    n = _samples(n_groups, "n_groups")
+    q = _rng(seed).binomial(G, as_probability_scalar(p), size=n) / G
     return np.sqrt(G / (G - ddof) * q * (1 - q))
 
 
@@ -122,13 +165,14 @@ def dynamic_sampling_mc(p: float, G: int, informative_groups: int, groups_per_ba
     filled it), the completions generated, and the probability of hitting the cap.
     Checks the ``dynamic_sampling_*`` functions in :mod:`grpolab.theory`.
     """
-    p = float(as_probability(p))
-    G = int(as_group_size(G))
-    B = as_positive_int(informative_groups, "informative_groups")
-    b = as_positive_int(groups_per_batch, "groups_per_batch")
-    K = as_positive_int(max_batches, "max_batches")
-    T = as_positive_int(n_trials, "n_trials")
-    rng = np.random.default_rng(seed)
+    p = as_probability_scalar(p)
+    G = _group_size(G)
+    B = _samples(informative_groups, "informative_groups")
+    b = _samples(groups_per_batch, "groups_per_batch")
+    K = _samples(max_batches, "max_batches")
+    T = _samples(n_trials, "n_trials")
+    _check_draws(T * K * b, "n_trials × max_batches × groups_per_batch")
+    rng = _rng(seed)
     k = rng.binomial(G, p, size=(T, K * b))
     informative = (k > 0) & (k < G)
     cum = np.cumsum(informative, axis=1)
@@ -159,8 +203,12 @@ def identical_group_mc(probs, G: int, n_groups: int = 200_000, seed: int = 0) ->
     Draws the multinomial count vector (the sufficient statistic) for each group.
     Checks :func:`grpolab.theory.identical_group_probability`.
     """
-    q = as_probability(probs, "probs").ravel()
-    G = int(as_group_size(G))
-    n = as_positive_int(n_groups, "n_groups")
-    counts = np.random.default_rng(seed).multinomial(G, q / q.sum(), size=n)
+    q = as_probability(probs, "probs")
+    if q.ndim != 1 or q.size == 0 or not np.isclose(q.sum(), 1.0, rtol=0.0, atol=1e-6):
+        raise ValueError("probs must be one distribution: a 1-D array of probabilities "
+                         f"summing to 1, got shape {q.shape} summing to {q.sum():.6g}")
+    G = _group_size(G)
+    n = _samples(n_groups, "n_groups")
+    _check_draws(n * q.size, "n_groups × len(probs)")
+    counts = _rng(seed).multinomial(G, q / q.sum(), size=n)
     return _proportion(counts.max(axis=1) == G)
