@@ -374,7 +374,7 @@ DEGENERATE_G = tuple(range(2, 65))
 def _degenerate_curves(p):
     G = np.asarray(DEGENERATE_G)
     return G, {
-        "expected completions per kept group, G / q": np.asarray(
+        "expected completions per kept group, G / η": np.asarray(
             theory.dynamic_sampling_expected_completions(p, G, 1)),
         "completions per group without filtering, G": G.astype(float),
     }
@@ -382,10 +382,10 @@ def _degenerate_curves(p):
 
 def _degenerate_readouts(p, G):
     return {
-        "q = P(group kept) = 1 − p^G − (1−p)^G": theory.informative_probability(p, G),
-        "expected groups generated per kept group, 1/q":
+        "η = P(group kept) = 1 − p^G − (1−p)^G": theory.informative_probability(p, G),
+        "expected groups generated per kept group, 1/η":
             theory.dynamic_sampling_expected_groups(p, G, 1),
-        "expected completions per kept group, G/q":
+        "expected completions per kept group, G/η":
             theory.dynamic_sampling_expected_completions(p, G, 1),
     }
 
