@@ -474,7 +474,7 @@ def _temperature_curves(T):
     q = softmax_at_temperature(TEMPERATURE_LOGITS, T)
     G = G_AXIS
     return G, {
-        "P(all G samples identical) = Σ q_j^G": np.asarray(
+        "P(all G samples identical) = Σ π_j^G": np.asarray(
             theory.identical_group_probability(q, G)),
         "lower bound m^G (m = top probability)": np.asarray(
             theory.all_pass_probability(q.max(), G)),
