@@ -117,3 +117,32 @@ def test_softmax_simulator_rejects_bad_input():
         S.leave_one_out_gradient_mc((0.0, 1.0), (1.0, 0.0), 1)
     with pytest.raises(ValueError, match="logits"):
         S.softmax_policy_moments((float("nan"), 0.0), (1.0, 0.0))
+
+
+TOY_PROMPTS = [((0.0,) * 5, (1, 0, 0, 0, 0)), ((1.0, 0, 0, 0, -1.0), (0, 0, 0, 0, 1)),
+               ((0.0, 0.5, 0, 0, 0), (0, 1, 1, 0, 0))]
+
+
+@pytest.mark.parametrize("B, G", [(32, 2), (8, 8), (2, 32), (5, 3)])
+def test_minibatch_gradient_mse_has_the_three_terms(B, G):
+    c = S.minibatch_gradient_constants(TOY_PROMPTS)
+    mc = S.minibatch_gradient_mc(TOY_PROMPTS, B, G, n_trials=20_000, seed=B * G)
+    assert mc.agrees_with(c["c1"] / B + c["c2"] / (B * G) + c["c3"] / (B * G * (G - 1)))
+    # the c1 term is real: dropping it is rejected
+    assert not mc.agrees_with(c["c2"] / (B * G) + c["c3"] / (B * G * (G - 1)))
+
+
+def test_minibatch_optimum_at_a_fixed_budget_is_next_to_g_star():
+    c = S.minibatch_gradient_constants(TOY_PROMPTS)
+    g_star = T.optimal_group_size(c["c1"], c["c3"])
+    mse = {G: S.minibatch_gradient_mc(TOY_PROMPTS, 64 // G, G, n_trials=20_000, seed=G).mean
+           for G in (2, 4, 8, 16)}
+    assert 2 ** np.floor(np.log2(g_star)) <= min(mse, key=mse.get) <= 2 ** np.ceil(
+        np.log2(g_star))
+
+
+def test_minibatch_simulator_rejects_bad_input():
+    with pytest.raises(ValueError, match="same number of actions"):
+        S.minibatch_gradient_mc([((0.0, 0.0), (1, 0)), ((0.0, 0.0, 0.0), (1, 0, 0))], 4, 4)
+    with pytest.raises(ValueError, match="at least one"):
+        S.minibatch_gradient_constants([])

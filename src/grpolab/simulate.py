@@ -25,6 +25,8 @@ __all__ = [
     "group_std_mc",
     "identical_group_mc",
     "leave_one_out_gradient_mc",
+    "minibatch_gradient_constants",
+    "minibatch_gradient_mc",
     "softmax_policy_moments",
     "zero_gradient_mc",
     "zero_gradient_beta_mc",
@@ -267,3 +269,67 @@ def leave_one_out_gradient_mc(logits, rewards, G: int, n_groups: int = 100_000,
         out["std_scaled_gradient_scale"] = est(
             group_gradient(centred / (std + 1e-4)) @ grad / grad_sq)
     return out
+
+
+def minibatch_gradient_constants(policies) -> dict[str, float]:
+    """c₁, c₂, c₃ of MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG(G − 1)) for a tabular toy.
+
+    ``policies`` is a list of (logits, rewards), one per prompt; each prompt has its own
+    block of logits, prompts are drawn uniformly, and the objective is the mean of the
+    prompts' expected rewards. Per prompt x (see :func:`softmax_policy_moments`), with
+    ∇J_x its true gradient and the step's target ∇J = (1/P) Σ_x ∇J_x (in blocks):
+
+    - c₁ = E_x‖∇J_x‖² − ‖∇J‖²      (how much prompts disagree),
+    - c₂ = E_x[weighted_x − ‖∇J_x‖²]  (the oracle baseline's within-group noise),
+    - c₃ = E_x[σ²_x E‖∇log π‖² + ‖∇J_x‖²]  (the leave-one-out baseline's cost).
+
+    Derived in: book/theory/02-baseline-variance.md, "The minibatch form and G*".
+    """
+    if len(policies) < 1:
+        raise ValueError("policies must list at least one (logits, rewards) pair")
+    m = [softmax_policy_moments(z, r) for z, r in policies]
+    P = len(m)
+    grad_sq = np.array([x["true_gradient_sq"] for x in m])
+    return {"c1": float(grad_sq.mean() - grad_sq.sum() / P**2),
+            "c2": float(np.mean([x["weighted"] - x["true_gradient_sq"] for x in m])),
+            "c3": float(np.mean([x["sigma2"] * x["score_sq"] + x["true_gradient_sq"]
+                                 for x in m]))}
+
+
+def minibatch_gradient_mc(policies, B: int, G: int, n_trials: int = 20_000,
+                          seed: int = 0) -> MCEstimate:
+    """E‖ĝ − ∇J‖² of a minibatch of B prompts × G completions in the tabular toy of
+    :func:`minibatch_gradient_constants`: each trial draws B prompts uniformly (with
+    replacement), G actions for each, leave-one-out advantages, and puts each group's
+    gradient (1/G) Σ_i (e_{a_i} − π_x)(r_i − r̄₋ᵢ) into its prompt's block, averaged over B.
+
+    Checks :func:`grpolab.theory.minibatch_gradient_mse` (with 1/(G(G − 1)) for 1/G²) and,
+    at a fixed budget, :func:`grpolab.theory.optimal_group_size`.
+    """
+    B = as_positive_int(B, "B")
+    G = int(as_group_size(G, minimum=2))
+    T = as_positive_int(n_trials, "n_trials")
+    pis = [_softmax(z) for z, _ in policies]
+    rs = [_rewards_for(r, pi.size) for (_, r), pi in zip(policies, pis, strict=True)]
+    P, M = len(pis), pis[0].size
+    if any(pi.size != M for pi in pis):
+        raise ValueError("every policy needs the same number of actions")
+    rng = np.random.default_rng(seed)
+    which = rng.integers(P, size=(T, B))
+    blocks = np.zeros((T, P, M))                   # the minibatch gradient, block by block
+    for x in range(P):
+        t_idx, _ = np.nonzero(which == x)
+        n = t_idx.size
+        if n == 0:
+            continue
+        a = rng.choice(M, size=(n, G), p=pis[x])
+        r = rs[x][a]
+        adv = r - (r.sum(axis=1, keepdims=True) - r) / (G - 1)
+        hits = np.bincount((np.arange(n)[:, None] * M + a).ravel(), weights=adv.ravel(),
+                           minlength=n * M).reshape(n, M)
+        group = (hits - adv.sum(axis=1, keepdims=True) * pis[x]) / G
+        np.add.at(blocks[:, x, :], t_idx, group / B)
+    target = np.stack([pi @ ((np.eye(M) - pi) * r[:, None]) for pi, r in zip(pis, rs,
+                                                                             strict=True)]) / P
+    err = np.sum((blocks - target) ** 2, axis=(1, 2))
+    return MCEstimate(float(err.mean()), float(err.std(ddof=1) / np.sqrt(T)), T)
