@@ -95,7 +95,7 @@ def zero_gradient_heatmap(ps: Sequence[float] | None = None, Gs: Sequence[int] |
     ax.set_xticks(range(len(Gs)), [str(g) for g in Gs])
     ax.set_xlabel("group size G")
     ax.set_ylabel("pass rate p")
-    ax.set_title("P(zero gradient) = p^G + (1 − p)^G")
+    ax.set_title("P(zero-variance group) = p^G + (1 − p)^G")
     cs = ax.contour(np.arange(len(Gs)), ps, z, levels=[0.1, 0.5, 0.9], colors="white",
                     linewidths=0.8)
     ax.clabel(cs, fmt="%.1f", fontsize=8)
@@ -171,8 +171,8 @@ def beta_prior_figure(Gs: Sequence[int], priors: Sequence[tuple[float, float]],
     _log2_x(ax)
     ax.set_ylim(0, 1)
     ax.set_xlabel("group size G")
-    ax.set_ylabel("fraction of dead groups")
-    ax.set_title("Zero-gradient probability averaged over difficulty")
+    ax.set_ylabel("zero-variance fraction")
+    ax.set_title("Zero-variance probability averaged over difficulty")
     ax.legend(fontsize=8)
     return fig
 

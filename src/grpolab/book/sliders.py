@@ -328,7 +328,8 @@ def _baseline_readouts(sigma2, G):
 def _zero_curves(p):
     G = G_AXIS
     return G, {
-        "P(zero gradient) = p^G + (1−p)^G": np.asarray(theory.zero_gradient_probability(p, G)),
+        "P(zero-variance group) = p^G + (1−p)^G":
+            np.asarray(theory.zero_gradient_probability(p, G)),
         "P(all fail) = (1−p)^G": np.asarray(theory.all_fail_probability(p, G)),
         "P(all pass) = p^G": np.asarray(theory.all_pass_probability(p, G)),
     }
@@ -336,7 +337,7 @@ def _zero_curves(p):
 
 def _zero_readouts(p, G):
     return {
-        "P(zero gradient)": theory.zero_gradient_probability(p, G),
+        "P(zero-variance group)": theory.zero_gradient_probability(p, G),
         "P(all fail)": theory.all_fail_probability(p, G),
         "P(all pass)": theory.all_pass_probability(p, G),
         f"expected prompts with signal, of {R1_PROMPTS}":
@@ -512,7 +513,7 @@ EXPLORERS: dict[str, Explorer] = {e.key: e for e in [
     ),
     Explorer(
         key="zero-gradient",
-        title="P(zero gradient) = p^G + (1 − p)^G",
+        title="P(zero-variance group) = p^G + (1 − p)^G",
         xlabel="group size G", ylabel="probability", logx=True, ylim=(0.0, 1.0),
         sliders=(_p_slider(0.1), _g_slider(4)), curve_sliders=("p",), marker="G",
         curves=_zero_curves, readouts=_zero_readouts,
@@ -528,7 +529,7 @@ EXPLORERS: dict[str, Explorer] = {e.key: e for e in [
         curve_sliders=("budget", "p"), marker="G",
         curves=_cost_curves, readouts=_cost_readouts,
         caption="Every prompt has pass rate p; real batches mix difficulties "
-                "(see the zero-gradient chapter's averages).",
+                "(see the zero-variance chapter's averages).",
     ),
     Explorer(
         key="degenerate-groups",
