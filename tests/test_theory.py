@@ -294,3 +294,33 @@ def test_gradient_noise_forms():
     assert T.optimal_group_size(c1, c3) == pytest.approx(10.0)
     with pytest.raises(ValueError, match="c1"):
         T.optimal_group_size(0.0, 1.0)
+
+
+def test_gradient_mse_explorer_g_star_moves_with_c1_c3_not_the_budget():
+    import itertools
+
+    from grpolab.book.sliders import EXPLORERS, explorer_grid
+
+    e = EXPLORERS["gradient-mse"]
+    grid = explorer_grid(e)
+    sizes = [len(s.values) for s in e.sliders]
+    names = [s.name for s in e.sliders]
+    g_star_by_c = {}
+    for idx in itertools.product(*(range(n) for n in sizes)):
+        params = dict(zip(names, (s.values[i] for s, i in zip(e.sliders, idx, strict=True)),
+                          strict=True))
+        flat = int(np.ravel_multi_index(idx, sizes))
+        g_star = grid["readouts"][flat][0]
+        assert g_star == pytest.approx(T.optimal_group_size(params["c1"], params["c3"]),
+                                       rel=1e-6)
+        g_star_by_c.setdefault((params["c1"], params["c3"]), set()).add(g_star)
+    assert all(len(v) == 1 for v in g_star_by_c.values()), "G* must not depend on the budget"
+    assert len({next(iter(v)) for v in g_star_by_c.values()}) > 10, "G* moves with c1, c3"
+    # the plotted curve is theory.minibatch_gradient_mse at B = N/G, and its minimum over
+    # powers of two sits next to G*
+    x, series = e.curves(c1=0.01, c3=1.0, budget=1024)
+    mse = series["MSE(G) at a fixed budget N = B·G"]
+    ok = ~np.isnan(mse)
+    assert np.allclose(mse[ok], T.minibatch_gradient_mse(1024 // x[ok].astype(int),
+                                                         x[ok].astype(int), 0.01, 1.0, 1.0))
+    assert x[ok][np.argmin(mse[ok])] in (8, 16)  # G* = 10

@@ -38,6 +38,10 @@ __all__ = [
     "dynamic_sampling_mc",
     "group_std_mc",
     "identical_group_mc",
+    "leave_one_out_gradient_mc",
+    "minibatch_gradient_constants",
+    "minibatch_gradient_mc",
+    "softmax_policy_moments",
     "zero_gradient_mc",
     "zero_gradient_beta_mc",
 ]
@@ -212,3 +216,168 @@ def identical_group_mc(probs, G: int, n_groups: int = 200_000, seed: int = 0) ->
     _check_draws(n * q.size, "n_groups × len(probs)")
     counts = _rng(seed).multinomial(G, q / q.sum(), size=n)
     return _proportion(counts.max(axis=1) == G)
+
+
+# ----------------------------------------------------------------------------------------
+# The policy gradient of a small softmax policy (book/theory/02, "How G enters the gradient's
+# variance")
+# ----------------------------------------------------------------------------------------
+def _softmax(logits) -> np.ndarray:
+    z = np.asarray(logits, dtype=float).ravel()
+    if z.size < 2 or not np.isfinite(z).all():
+        raise ValueError(f"logits must be at least 2 finite numbers, got {logits!r}")
+    z = np.exp(z - z.max())
+    return z / z.sum()
+
+
+def _rewards_for(rewards, K: int) -> np.ndarray:
+    r = np.asarray(rewards, dtype=float).ravel()
+    if r.size != K or not np.isfinite(r).all():
+        raise ValueError(f"rewards must be {K} finite numbers (one per action), got {rewards!r}")
+    return r
+
+
+def softmax_policy_moments(logits, rewards) -> dict[str, float]:
+    """Exact moments of the score-function gradient of a one-step softmax policy.
+
+    The policy picks action a with probability π = softmax(logits) and gets the
+    deterministic reward ``rewards[a]``; the score is ∇_logits log π(a) = e_a − π. Summing
+    over the K actions (no sampling) gives the right-hand sides that
+    :func:`leave_one_out_gradient_mc` is checked against:
+
+    - ``mu`` = E[r], ``sigma2`` = Var(r);
+    - ``score_sq`` = E‖∇log π‖² (= 1 − Σπ²);
+    - ``weighted`` = E[(r − μ)² ‖∇log π‖²] (the oracle-baseline second moment);
+    - ``true_gradient_sq`` = ‖∇J‖², with ∇J = E[(e_a − π) r].
+
+    Derived in: book/theory/02-baseline-variance.md, "How G enters the gradient's variance".
+    """
+    pi = _softmax(logits)
+    r = _rewards_for(rewards, pi.size)
+    mu = float(pi @ r)
+    score = np.eye(pi.size) - pi                     # row a: e_a − π
+    score_sq = np.sum(score**2, axis=1)              # ‖e_a − π‖²
+    grad = pi @ (score * r[:, None])
+    return {"mu": mu, "sigma2": float(pi @ (r - mu) ** 2),
+            "score_sq": float(pi @ score_sq),
+            "weighted": float(pi @ ((r - mu) ** 2 * score_sq)),
+            "true_gradient_sq": float(grad @ grad)}
+
+
+def leave_one_out_gradient_mc(logits, rewards, G: int, n_groups: int = 100_000,
+                              seed: int = 0) -> dict[str, MCEstimate]:
+    """Draw groups of G actions from a softmax policy and measure their policy gradients.
+
+    For completion i of a group, g_i = (e_{a_i} − π)(r_i − b_i) with baseline b_i either
+    the oracle μ = E[r] or the leave-one-out mean of the other G − 1 rewards. Returns:
+
+    - ``loo_second_moment``, ``oracle_second_moment``: E‖g_i‖² per completion (averaged
+      over the G completions of a group, so the groups are the independent samples);
+    - ``loo_group_mse``, ``oracle_group_mse``: E‖ĝ − ∇J‖² of the group gradient
+      ĝ = (1/G) Σ_i g_i;
+    - ``grpo_gradient_scale``: ⟨ĝ_GRPO, ∇J⟩/‖∇J‖² for GRPO's centring r_i − r̄ (no std),
+      whose mean is (G − 1)/G;
+    - ``std_scaled_gradient_scale``: the same for GRPO's advantage (r_i − r̄)/(s + 10⁻⁴)
+      (ddof = 1), whose mean depends on the reward distribution, not only on G.
+
+    Checks :func:`grpolab.theory.gradient_variance_inflation` and the moments of
+    :func:`softmax_policy_moments`.
+    """
+    pi = _softmax(logits)
+    r_of = _rewards_for(rewards, pi.size)
+    G = int(as_group_size(G, minimum=2))
+    n = as_positive_int(n_groups, "n_groups")
+    a = np.random.default_rng(seed).choice(pi.size, size=(n, G), p=pi)
+    r = r_of[a]
+    score_sq = (1.0 - 2.0 * pi + pi @ pi)[a]          # ‖e_a − π‖², without building e_a
+    mu = float(pi @ r_of)
+    loo = (r.sum(axis=1, keepdims=True) - r) / (G - 1)
+    grad = pi @ ((np.eye(pi.size) - pi) * r_of[:, None])
+    grad_sq = float(grad @ grad)
+
+    def group_gradient(weights: np.ndarray) -> np.ndarray:
+        # (1/G) Σ_i (e_{a_i} − π) w_i, one K-vector per group
+        hits = np.zeros((n, pi.size))
+        np.add.at(hits, (np.repeat(np.arange(n), G), a.ravel()), weights.ravel())
+        return (hits - weights.sum(axis=1, keepdims=True) * pi) / G
+
+    def est(x: np.ndarray) -> MCEstimate:
+        return MCEstimate(float(x.mean()), float(x.std(ddof=1) / np.sqrt(x.size)), int(x.size))
+
+    centred = r - r.mean(axis=1, keepdims=True)
+    std = r.std(axis=1, ddof=1, keepdims=True)
+    out = {
+        "loo_second_moment": est((score_sq * (r - loo) ** 2).mean(axis=1)),
+        "oracle_second_moment": est((score_sq * (r - mu) ** 2).mean(axis=1)),
+        "loo_group_mse": est(np.sum((group_gradient(r - loo) - grad) ** 2, axis=1)),
+        "oracle_group_mse": est(np.sum((group_gradient(r - mu) - grad) ** 2, axis=1)),
+    }
+    if grad_sq > 0:
+        out["grpo_gradient_scale"] = est(group_gradient(centred) @ grad / grad_sq)
+        out["std_scaled_gradient_scale"] = est(
+            group_gradient(centred / (std + 1e-4)) @ grad / grad_sq)
+    return out
+
+
+def minibatch_gradient_constants(policies) -> dict[str, float]:
+    """c₁, c₂, c₃ of MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG(G − 1)) for a tabular toy.
+
+    ``policies`` is a list of (logits, rewards), one per prompt; each prompt has its own
+    block of logits, prompts are drawn uniformly, and the objective is the mean of the
+    prompts' expected rewards. Per prompt x (see :func:`softmax_policy_moments`), with
+    ∇J_x its true gradient and the step's target ∇J = (1/P) Σ_x ∇J_x (in blocks):
+
+    - c₁ = E_x‖∇J_x‖² − ‖∇J‖²      (how much prompts disagree),
+    - c₂ = E_x[weighted_x − ‖∇J_x‖²]  (the oracle baseline's within-group noise),
+    - c₃ = E_x[σ²_x E‖∇log π‖² + ‖∇J_x‖²]  (the leave-one-out baseline's cost).
+
+    Derived in: book/theory/02-baseline-variance.md, "The minibatch form and G*".
+    """
+    if len(policies) < 1:
+        raise ValueError("policies must list at least one (logits, rewards) pair")
+    m = [softmax_policy_moments(z, r) for z, r in policies]
+    P = len(m)
+    grad_sq = np.array([x["true_gradient_sq"] for x in m])
+    return {"c1": float(grad_sq.mean() - grad_sq.sum() / P**2),
+            "c2": float(np.mean([x["weighted"] - x["true_gradient_sq"] for x in m])),
+            "c3": float(np.mean([x["sigma2"] * x["score_sq"] + x["true_gradient_sq"]
+                                 for x in m]))}
+
+
+def minibatch_gradient_mc(policies, B: int, G: int, n_trials: int = 20_000,
+                          seed: int = 0) -> MCEstimate:
+    """E‖ĝ − ∇J‖² of a minibatch of B prompts × G completions in the tabular toy of
+    :func:`minibatch_gradient_constants`: each trial draws B prompts uniformly (with
+    replacement), G actions for each, leave-one-out advantages, and puts each group's
+    gradient (1/G) Σ_i (e_{a_i} − π_x)(r_i − r̄₋ᵢ) into its prompt's block, averaged over B.
+
+    Checks :func:`grpolab.theory.minibatch_gradient_mse` (with 1/(G(G − 1)) for 1/G²) and,
+    at a fixed budget, :func:`grpolab.theory.optimal_group_size`.
+    """
+    B = as_positive_int(B, "B")
+    G = int(as_group_size(G, minimum=2))
+    T = as_positive_int(n_trials, "n_trials")
+    pis = [_softmax(z) for z, _ in policies]
+    rs = [_rewards_for(r, pi.size) for (_, r), pi in zip(policies, pis, strict=True)]
+    P, M = len(pis), pis[0].size
+    if any(pi.size != M for pi in pis):
+        raise ValueError("every policy needs the same number of actions")
+    rng = np.random.default_rng(seed)
+    which = rng.integers(P, size=(T, B))
+    blocks = np.zeros((T, P, M))                   # the minibatch gradient, block by block
+    for x in range(P):
+        t_idx, _ = np.nonzero(which == x)
+        n = t_idx.size
+        if n == 0:
+            continue
+        a = rng.choice(M, size=(n, G), p=pis[x])
+        r = rs[x][a]
+        adv = r - (r.sum(axis=1, keepdims=True) - r) / (G - 1)
+        hits = np.bincount((np.arange(n)[:, None] * M + a).ravel(), weights=adv.ravel(),
+                           minlength=n * M).reshape(n, M)
+        group = (hits - adv.sum(axis=1, keepdims=True) * pis[x]) / G
+        np.add.at(blocks[:, x, :], t_idx, group / B)
+    target = np.stack([pi @ ((np.eye(M) - pi) * r[:, None]) for pi, r in zip(pis, rs,
+                                                                             strict=True)]) / P
+    err = np.sum((blocks - target) ** 2, axis=(1, 2))
+    return MCEstimate(float(err.mean()), float(err.std(ddof=1) / np.sqrt(T)), T)
