@@ -29,6 +29,7 @@ from grpolab._validate import (
     as_positive_int,
     as_probability,
     as_probability_scalar,
+    as_real_array,
     as_real_scalar,
 )
 
@@ -222,19 +223,38 @@ def identical_group_mc(probs, G: int, n_groups: int = 200_000, seed: int = 0) ->
 # The policy gradient of a small softmax policy (book/theory/02, "How G enters the gradient's
 # variance")
 # ----------------------------------------------------------------------------------------
+#: Largest |logit| and |reward| the softmax toy accepts: its squares stay finite.
+_TOY_LIMIT = 1e100
+
+
 def _softmax(logits) -> np.ndarray:
-    z = np.asarray(logits, dtype=float).ravel()
-    if z.size < 2 or not np.isfinite(z).all():
-        raise ValueError(f"logits must be at least 2 finite numbers, got {logits!r}")
+    z = as_real_array(logits, "logits", expected="a list of at least 2 finite numbers")
+    z = z.ravel()
+    if z.size < 2 or not np.isfinite(z).all() or (np.abs(z) > _TOY_LIMIT).any():
+        raise ValueError(f"logits must be at least 2 finite numbers of size <= 1e100, "
+                         f"got {logits!r}")
     z = np.exp(z - z.max())
     return z / z.sum()
 
 
 def _rewards_for(rewards, K: int) -> np.ndarray:
-    r = np.asarray(rewards, dtype=float).ravel()
-    if r.size != K or not np.isfinite(r).all():
-        raise ValueError(f"rewards must be {K} finite numbers (one per action), got {rewards!r}")
+    r = as_real_array(rewards, "rewards", expected=f"{K} finite numbers (one per action)")
+    r = r.ravel()
+    if r.size != K or not np.isfinite(r).all() or (np.abs(r) > _TOY_LIMIT).any():
+        raise ValueError(f"rewards must be {K} finite numbers of size <= 1e100 (one per "
+                         f"action), got {rewards!r}")
     return r
+
+
+def _policies(policies) -> list:
+    if isinstance(policies, (str, bytes)) or not isinstance(policies, (list, tuple)):
+        raise TypeError(f"policies must be a list of (logits, rewards) pairs, got {policies!r}")
+    if not policies:
+        raise ValueError("policies must list at least one (logits, rewards) pair")
+    for pair in policies:
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise TypeError(f"policies must be a list of (logits, rewards) pairs, got {pair!r}")
+    return list(policies)
 
 
 def softmax_policy_moments(logits, rewards) -> dict[str, float]:
@@ -285,9 +305,11 @@ def leave_one_out_gradient_mc(logits, rewards, G: int, n_groups: int = 100_000,
     """
     pi = _softmax(logits)
     r_of = _rewards_for(rewards, pi.size)
-    G = int(as_group_size(G, minimum=2))
+    G = _group_size(G, minimum=2)
     n = as_positive_int(n_groups, "n_groups")
-    a = np.random.default_rng(seed).choice(pi.size, size=(n, G), p=pi)
+    if n * G * pi.size > MAX_DRAWS:
+        raise ValueError(f"n_groups × G × actions: {n * G * pi.size} draws exceed {MAX_DRAWS}")
+    a = _rng(seed).choice(pi.size, size=(n, G), p=pi)
     r = r_of[a]
     score_sq = (1.0 - 2.0 * pi + pi @ pi)[a]          # ‖e_a − π‖², without building e_a
     mu = float(pi @ r_of)
@@ -333,9 +355,7 @@ def minibatch_gradient_constants(policies) -> dict[str, float]:
 
     Derived in: book/theory/02-baseline-variance.md, "The minibatch form and G*".
     """
-    if len(policies) < 1:
-        raise ValueError("policies must list at least one (logits, rewards) pair")
-    m = [softmax_policy_moments(z, r) for z, r in policies]
+    m = [softmax_policy_moments(z, r) for z, r in _policies(policies)]
     P = len(m)
     grad_sq = np.array([x["true_gradient_sq"] for x in m])
     return {"c1": float(grad_sq.mean() - grad_sq.sum() / P**2),
@@ -354,15 +374,19 @@ def minibatch_gradient_mc(policies, B: int, G: int, n_trials: int = 20_000,
     Checks :func:`grpolab.theory.minibatch_gradient_mse` (with 1/(G(G − 1)) for 1/G²) and,
     at a fixed budget, :func:`grpolab.theory.optimal_group_size`.
     """
-    B = as_positive_int(B, "B")
-    G = int(as_group_size(G, minimum=2))
-    T = as_positive_int(n_trials, "n_trials")
+    policies = _policies(policies)
+    B = as_positive_int(B, "B", maximum=10_000)
+    G = _group_size(G, minimum=2)
+    T = as_positive_int(n_trials, "n_trials", maximum=10**7)
     pis = [_softmax(z) for z, _ in policies]
+    if T * B * G * pis[0].size > MAX_DRAWS:
+        raise ValueError(f"n_trials × B × G × actions: {T * B * G * pis[0].size} draws exceed "
+                         f"{MAX_DRAWS}")
     rs = [_rewards_for(r, pi.size) for (_, r), pi in zip(policies, pis, strict=True)]
     P, M = len(pis), pis[0].size
     if any(pi.size != M for pi in pis):
         raise ValueError("every policy needs the same number of actions")
-    rng = np.random.default_rng(seed)
+    rng = _rng(seed)
     which = rng.integers(P, size=(T, B))
     blocks = np.zeros((T, P, M))                   # the minibatch gradient, block by block
     for x in range(P):
