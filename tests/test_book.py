@@ -123,7 +123,7 @@ def test_build_book_rejects_a_folder_without_config(tmp_path):
 
 
 def test_cli_reports_a_missing_book_in_one_line(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "grpolab.cli.main", "book", "build", "--book",
+    proc = subprocess.run([sys.executable, "-m", "grpolab", "book", "build", "--book",
                            str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("error: ")

@@ -189,7 +189,7 @@ def test_session_keyboard_interrupt_keeps_the_score(capsys):
 def _grpolab() -> list[str]:
     """The installed ``grpolab`` console script next to this Python, else ``python -m``."""
     script = Path(sys.executable).with_name("grpolab")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "grpolab.cli.main"]
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "grpolab"]
 
 
 def _cli(args, stdin_text):
