@@ -151,10 +151,9 @@ FORMULAS: tuple[Formula, ...] = (
       "labs/01-g-sweep", "Zero-variance groups: theory next to measurement"),
     # -- cost -----------------------------------------------------------------------------
     F("sampling_cost", "Work of one sampling step",
-      r"\text{completions} = BG,\quad \text{decode} = BG\,L_c,\quad "
-      r"\text{prefill} = B\,L_p\ \text{(shared prompt KV)}",
-      "Compute ∝ G at a fixed number of prompts; sharing the prompt's KV saves prefill, not "
-      "decode.",
+      r"\text{completions} = BG,\quad \text{decode} = BG\,L_c,\quad \text{prefill} = B\,L_p",
+      "Compute ∝ G at a fixed number of prompts. The prefill is B·L_p with the prompt's KV "
+      "shared across the group (B·G·L_p without): sharing saves prefill, not decode.",
       _COST, "Sharing the prompt's KV cache", on_sheet=True, also=("SamplingCost",)),
     F("fixed_budget_prompts", "Prompts at a fixed budget",
       r"B = \left\lfloor N / G \right\rfloor",
@@ -234,6 +233,15 @@ RECIPES: tuple[Recipe, ...] = (
 # ------------------------------------------------------------------------------------------
 # Page generation
 # ------------------------------------------------------------------------------------------
+def _chapter_short(chapter: str) -> str:
+    """``theory/03-zero-gradient`` -> ``ch. 3``; ``labs/01-g-sweep`` -> ``lab 1``."""
+    part, _, stem = chapter.partition("/")
+    number = stem.split("-", 1)[0]
+    if not number.isdigit():
+        return stem
+    return f"{'ch.' if part == 'theory' else 'lab' if part == 'labs' else part} {int(number)}"
+
+
 def _function_ref(f: Formula) -> str:
     return f"`grpolab.theory.{f.function}`" if f.function else "(a relation; no function)"
 
@@ -293,7 +301,7 @@ def render_sheet() -> str:
         if f.on_sheet:
             fn = f"`{f.function}`" if f.function else "—"
             parts.append(f"| ${_cell(f.latex)}$ | {_cell(f.meaning)} | {fn} "
-                         f"({{doc}}`ch <../{f.chapter}>`) |\n")
+                         f"({{doc}}`{_chapter_short(f.chapter)} <../{f.chapter}>`) |\n")
     parts.append("\n## The G that recipes used\n\n| Recipe | G | Settings | Source |\n"
                  "|---|---|---|---|\n")
     for r in RECIPES:
