@@ -151,10 +151,10 @@ def test_sheet_holds_the_sheet_formulas_recipes_and_five_wrong_answers():
     sheet = [f for f in FORMULAS if f.on_sheet]
     assert len(sheet) >= 12
     for f in sheet:
-        assert f"${f.latex}$" in text
+        assert f"$\\displaystyle {f.latex}$" in text
     for f in FORMULAS:
         if not f.on_sheet:
-            assert f"${f.latex}$" not in text
+            assert f.latex not in text
     for r in RECIPES:
         assert f"| {r.name} | {r.G} |" in text
     section = text.split("## Five common wrong answers", 1)[1]

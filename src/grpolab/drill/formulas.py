@@ -300,7 +300,7 @@ def render_sheet() -> str:
     for f in FORMULAS:
         if f.on_sheet:
             fn = f"`{f.function}`" if f.function else "—"
-            parts.append(f"| ${_cell(f.latex)}$ | {_cell(f.meaning)} | {fn} "
+            parts.append(f"| $\\displaystyle {_cell(f.latex)}$ | {_cell(f.meaning)} | {fn} "
                          f"({{doc}}`{_chapter_short(f.chapter)} <../{f.chapter}>`) |\n")
     parts.append("\n## The G that recipes used\n\n| Recipe | G | Settings | Source |\n"
                  "|---|---|---|---|\n")
