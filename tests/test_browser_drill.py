@@ -153,7 +153,9 @@ def test_answer_boxes_say_right_and_wrong_like_the_python_checker(offline_page):
 
 
 def _normalized(text: str) -> str:
-    """pdftotext output without whitespace, so wrapped words and table cells rejoin."""
+    """Without whitespace (wrapped words and table cells rejoin) and with straight quotes
+    (Sphinx prints 'smart' ones)."""
+    text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"')
     return re.sub(r"\s+", "", text)
 
 

@@ -25,6 +25,13 @@ RUBRICS = load()
 SRC = str(ROOT / "src")
 
 
+@pytest.fixture(autouse=True)
+def _no_real_home(tmp_path, monkeypatch):
+    """No test may read or write the real ~/.local/share/grpolab."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-default"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home-default"))
+
+
 # ------------------------------------------------------------------------------------------
 # The rubric file
 # ------------------------------------------------------------------------------------------

@@ -847,7 +847,8 @@ network), with the same tolerance and explanations as the Python checker. In a n
 exercise and run it:
 `grpolab.drill.exercises.check(exercise_id, answer)` says right or wrong and explains why. The
 placeholders below were run when the book was built, so the outputs show what the checker
-says to an unanswered exercise. For randomized drill in a terminal, run `grpolab quiz`.
+says to an unanswered exercise. For randomized drill in a terminal, run `grpolab quiz`; for a
+mock interview with the cards' follow-up questions and rubrics, run `grpolab drill`.
 
 ```{code-cell} ipython3
 import numpy as np
