@@ -75,7 +75,7 @@ FORMULA_AS_CODE = {
     "beta_all_pass_probability": ((6, 2.0, 3.0), lambda G, a, b: _beta(a + G, b) / _beta(a, b)),
     "beta_all_fail_probability": ((6, 2.0, 3.0), lambda G, a, b: _beta(a, b + G) / _beta(a, b)),
     "beta_zero_gradient_probability": (
-        (6, 1.0, 1.0), lambda G, a, b: 2 / (G + 1)),
+        (6, 2.0, 3.0), lambda G, a, b: (_beta(a + G, b) + _beta(a, b + G)) / _beta(a, b)),
     "empirical_zero_gradient_probability": (
         ([0.1, 0.5, 0.9], 4), lambda ps, G: sum(p**G + (1 - p) ** G for p in ps) / len(ps)),
     "unbiased_zero_gradient_estimate": (
@@ -117,6 +117,11 @@ def test_formula_computes_what_the_function_computes(name):
     elif name == "binary_advantages":
         got = got[0]
     assert float(np.asarray(got)) == pytest.approx(formula(*args), rel=1e-9, abs=1e-12)
+
+
+def test_uniform_case_of_the_beta_formula_is_2_over_g_plus_1():
+    for G in (1, 4, 16, 64):
+        assert theory.beta_zero_gradient_probability(G, 1.0, 1.0) == pytest.approx(2 / (G + 1))
 
 
 def test_ddof_relation_matches_binary_advantages():

@@ -137,9 +137,9 @@ FORMULAS: tuple[Formula, ...] = (
       "The mirror image of the all-pass moment.",
       _ZG, "Averaging over difficulty"),
     F("beta_zero_gradient_probability", "Dead groups over a spread of difficulty",
-      r"\mathbb E[p^G + (1-p)^G] = \frac{B(a+G,b) + B(a,b+G)}{B(a,b)}"
-      r"\;\overset{a=b=1}{=}\;\frac{2}{G+1}",
-      "Falls only like G^(−min(a, b)): easy and hard prompts stay dead however large G is.",
+      r"\mathbb E[p^G + (1-p)^G] = \frac{B(a+G,b) + B(a,b+G)}{B(a,b)}",
+      "p ~ Beta(a, b); 2/(G+1) for a uniform p. Falls only like G^(−min(a, b)): easy and hard "
+      "prompts stay dead however large G is.",
       _ZG, "Averaging over difficulty", on_sheet=True),
     F("empirical_zero_gradient_probability", "Predicted dead fraction of a dataset",
       r"\frac1N \sum_{j=1}^N \big[p_j^G + (1-p_j)^G\big]",
