@@ -93,9 +93,14 @@ def test_rubric_claims_agree_with_the_fact_sheet():
     assert "0.25" in text["wrong-variance-rule"]
     # The card's folklore appears in the trap only, never as the answer.
     for i in RUBRICS.items.values():
-        assert "β ∝ 1/√G" not in i.answer_30s.replace("do not follow β ∝ 1/√G", "")
+        assert "β ∝ 1/√G" not in i.answer_30s.replace("No paper states β ∝ 1/√G", "")
         assert "the 1/G term is the cost of estimating" not in said(i)
     assert "1/√G" in RUBRICS.items["card2-beta"].trap
+    # The corrected audit: DeepSeekMath -> R1 is confounded, it is no evidence either way.
+    assert "tests nothing" in text["card2-beta"] and "confounded" in text["card2-beta"]
+    assert "contradict" not in text["card2-beta"]
+    # A live group's advantage variance is the std convention: 1 (ddof = 1) or G/(G−1).
+    assert "ddof = 0" in RUBRICS.items["card1-stability"].why_wrong
 
 
 def test_five_wrong_answers_for_the_sheet():
