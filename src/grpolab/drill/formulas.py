@@ -25,8 +25,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["FORMULAS", "RECIPES", "Formula", "Recipe", "render_key_equations", "render_sheet",
-           "write_pages"]
+__all__ = ["FORMULAS", "NOT_FORMULAS", "RECIPES", "Formula", "Recipe", "render_key_equations",
+           "render_sheet", "write_pages"]
 
 KEY_EQUATIONS_PATH = "book/appendix/key-equations.md"
 SHEET_PATH = "book/interview/04-one-page-sheet.md"
@@ -196,6 +196,12 @@ FORMULAS: tuple[Formula, ...] = (
       "are constant.",
       "theory/07-temperature", "When a group collapses", on_sheet=True),
 )
+
+
+#: Public names of grpolab.theory that are not closed forms (the key-equations page skips them).
+NOT_FORMULAS: dict[str, str] = {
+    "MAX_GROUP_SIZE": "the largest G the functions accept (an argument check, not a formula)",
+}
 
 
 @dataclass(frozen=True)
