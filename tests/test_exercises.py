@@ -320,17 +320,20 @@ def test_browser_checker_agrees_with_python_on_every_exercise(tmp_path):
     assert any(ok for ok, _ in verdicts) and not all(ok for ok, _ in verdicts)
 
 
-def test_build_hook_writes_the_registry_data(tmp_path):
+def test_page_emits_the_registry_data_at_build_time():
+    """The workbook's hidden cell prints checker_data_html(); it parses back to the registry."""
     import json
-    import types
+    import re
 
     from grpolab.book import build as gbook
 
-    app = types.SimpleNamespace(outdir=str(tmp_path), builder=types.SimpleNamespace(format="html"))
-    gbook._write_exercise_data(app, None)
-    text = (tmp_path / "_static" / exercises.CHECKER_DATA_FILE).read_text(encoding="utf-8")
-    body = text.split("window.grpolabExerciseData = ", 1)[1].rstrip().rstrip(";")
-    assert json.loads(body) == exercises.checker_data()
+    text = exercises.render_workbook()
+    assert "HTML(checker_data_html())" in text and ":tags: [remove-input]" in text
+    html = exercises.checker_data_html()
+    m = re.fullmatch(r'<script type="application/json" id="grpolab-exercise-data">(.*)</script>',
+                     html, re.S)
+    assert m and "</" not in m.group(1)
+    assert json.loads(m.group(1)) == exercises.checker_data()
     assert "grpolab-exercises.js" in gbook.STATIC_FILES
     assert "grpolab-exercises.css" in gbook.STATIC_FILES
 

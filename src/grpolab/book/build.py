@@ -7,9 +7,9 @@ As a Sphinx extension (``book/_config.yml`` lists ``grpolab.book.build``) it
   kernel and a CDN to render;
 - serves ``grpolab/static/grpolab-sliders.js`` and ``.css`` from the build's ``_static``
   and loads them on every page;
-- writes ``_static/grpolab-exercises-data.js`` from the exercise registry
-  (grpolab.drill.exercises.checker_data) at every build, for the answer boxes that
-  ``grpolab-exercises.js`` checks in the page;
+- serves ``grpolab-exercises.js`` and ``.css``: the answer boxes of the exercises page (whose
+  checker data the page itself emits at build time from the registry) and the one-page
+  sheet's print stylesheet;
 - drops sphinx-thebe's scripts: thebe needs Binder (a network) and its inline script
   declares ``THEBE_JS_URL`` twice on some pages, a console error;
 - loads MathJax on every page, so math in chapter titles is typeset in the navigation.
@@ -70,30 +70,15 @@ def _drop_thebe(app, pagename, templatename, context, doctree) -> None:
     context["script_files"] = [js for js in scripts if not is_thebe(js)]
 
 
-def _write_exercise_data(app, exception) -> None:
-    """Write the answer boxes' checker data, generated from the registry, into ``_static``."""
-    if exception is not None or app.builder.format != "html":
-        return
-    from grpolab.drill.exercises import CHECKER_DATA_FILE, checker_data_js
-
-    target = Path(app.outdir) / "_static" / CHECKER_DATA_FILE
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".tmp")
-    tmp.write_text(checker_data_js(), encoding="utf-8")
-    os.replace(tmp, target)
-
-
 def setup(app):
     """Sphinx entry point (``extra_extensions: [grpolab.book.build]``)."""
     os.environ["GRPOLAB_WIDGETS"] = "static"  # inherited by the kernels that run the pages
     app.connect("builder-inited", _add_static_path)
-    app.add_js_file("grpolab-exercises-data.js")  # written by _write_exercise_data
     for name in STATIC_FILES:
         if name.endswith(".js"):
             app.add_js_file(name)
         else:
             app.add_css_file(name)
-    app.connect("build-finished", _write_exercise_data)
     app.connect("html-page-context", _drop_thebe, priority=900)
     # Load MathJax on every page, not only on pages with equations: a chapter title with
     # math ($p^G$) appears in every page's navigation and must be typeset there too.

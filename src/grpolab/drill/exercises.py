@@ -40,7 +40,7 @@ __all__ = [
     "NumericChecker",
     "check",
     "checker_data",
-    "checker_data_js",
+    "checker_data_html",
     "get",
     "list_exercises",
     "solution",
@@ -751,10 +751,10 @@ def solution(exercise_id: str) -> str:
 
 # ------------------------------------------------------------------------------------------
 # Checker data for the static page: grpolab-exercises.js checks answers in the browser (no
-# kernel, no network) with these very numbers and texts. The book build writes it to
-# _static/grpolab-exercises-data.js (grpolab.book.build), so page and registry cannot drift.
+# kernel, no network) with these very numbers and texts. The workbook page emits it from a
+# hidden cell when the book is built, so the page and the registry cannot drift.
 # ------------------------------------------------------------------------------------------
-CHECKER_DATA_FILE = "grpolab-exercises-data.js"
+CHECKER_DATA_ID = "grpolab-exercise-data"
 
 
 def checker_data() -> dict[str, dict]:
@@ -778,13 +778,13 @@ def checker_data() -> dict[str, dict]:
     return out
 
 
-def checker_data_js() -> str:
-    """:func:`checker_data` as a script that sets ``window.grpolabExerciseData``."""
+def checker_data_html() -> str:
+    """:func:`checker_data` as ``<script type="application/json" id="grpolab-exercise-data">``."""
     import json
 
-    body = json.dumps(checker_data(), ensure_ascii=False, indent=1, sort_keys=True)
-    return ("/* Generated from grpolab.drill.exercises at book build time; do not edit. */\n"
-            f"window.grpolabExerciseData = {body};\n")
+    body = json.dumps(checker_data(), ensure_ascii=False, sort_keys=True)
+    body = body.replace("</", "<\\/")  # a "</script>" inside a string must not end the tag
+    return f'<script type="application/json" id="{CHECKER_DATA_ID}">{body}</script>'
 
 
 def _answer_box(ex: Exercise) -> str:
@@ -849,6 +849,16 @@ exercise and run it:
 placeholders below were run when the book was built, so the outputs show what the checker
 says to an unanswered exercise. For randomized drill in a terminal, run `grpolab quiz`; for a
 mock interview with the cards' follow-up questions and rubrics, run `grpolab drill`.
+
+```{code-cell} ipython3
+:tags: [remove-input]
+# The answer boxes' checker data, emitted from the registry when the book is built.
+from IPython.display import HTML
+
+from grpolab.drill.exercises import checker_data_html
+
+HTML(checker_data_html())
+```
 
 ```{code-cell} ipython3
 import numpy as np

@@ -1,7 +1,8 @@
 /* grpolab answer boxes: check an exercise's answer in the page, with no kernel and no network.
  *
- * The data (window.grpolabExerciseData) is generated from the exercise registry
- * (grpolab.drill.exercises.checker_data) when the book is built, and this file repeats the
+ * The data is generated from the exercise registry (grpolab.drill.exercises.checker_data)
+ * when the book is built: the exercises page's hidden cell emits it as
+ * <script type="application/json" id="grpolab-exercise-data">. This file repeats the
  * Python checkers line by line: grpolab.drill.quiz.parse_answer for "0.25", "25%", "1/4";
  * NumericChecker (tolerance, named mistakes, hint) and ChoiceChecker (letters). A verdict
  * reads as the notebook's CheckResult does: "✓ Right." or "✗ Not yet." and the message.
@@ -106,10 +107,23 @@
   if (typeof document === "undefined") { return; }
   root.grpolabExercises = api;
 
+  /* The page's checker data, parsed once. */
+  function pageData() {
+    if (!root.grpolabExerciseData) {
+      var el = document.getElementById("grpolab-exercise-data");
+      try {
+        root.grpolabExerciseData = el ? JSON.parse(el.textContent) : {};
+      } catch (err) {
+        root.grpolabExerciseData = {};
+      }
+    }
+    return root.grpolabExerciseData;
+  }
+
   function wire(form) {
     var verdict = form.querySelector(".grpolab-verdict");
     var input = form.querySelector("input[name=answer]");
-    var data = (root.grpolabExerciseData || {})[form.getAttribute("data-exercise")];
+    var data = pageData()[form.getAttribute("data-exercise")];
     if (!data) {
       verdict.textContent = "No checker data for this exercise (rebuild the book).";
       form.setAttribute("data-error", "no data");
