@@ -10,9 +10,9 @@ import torch
 
 import grpolab.grpo.loop
 from grpolab.cli.main import main as cli_main
+from grpolab.grpo.warmstart import WarmStartConfig
 from grpolab.labs.sweep.presets import Regime, get_preset
 from grpolab.labs.sweep.run import regime_verdicts, run_sweep
-from grpolab.models.warmstart import WarmStartConfig
 
 TASK = {"digits": [1, 2], "n_train": 120, "n_eval": 30}
 

@@ -9,8 +9,8 @@ import torch
 from grpolab.grpo.config import GRPOConfig
 from grpolab.grpo.loop import run
 from grpolab.grpo.measure import PassRateWindow, pass_rate_census
+from grpolab.grpo.warmstart import WarmStartConfig, warm_start
 from grpolab.models.tiny import load_causal_lm
-from grpolab.models.warmstart import WarmStartConfig, warm_start
 from grpolab.tasks.arithmetic import get_task
 
 EASY = {"digits": [1], "n_train": 40, "n_eval": 10}

@@ -235,7 +235,6 @@ def reward_granularity_figure(widths: Sequence[float], G: int = 8, *, n_groups: 
 def temperature_figure(logits: Sequence[float], temperatures: Sequence[float],
                        Gs: Sequence[int]):
     """P(all G samples identical) vs temperature for a policy with the given logits."""
-    from grpolab.book.sliders import softmax_at_temperature
 
     temperatures = np.asarray(temperatures, dtype=float)
     fig, ax = _fig()
@@ -280,3 +279,12 @@ def gradient_mse_figure(logits: Sequence[float], rewards: Sequence[float], Gs: S
     ax.set_title("The baseline's cost is the gap between the lines: O(1/G²)")
     ax.legend(fontsize=7)
     return fig
+
+
+def softmax_at_temperature(logits: Sequence[float], temperature: float) -> np.ndarray:
+    """softmax(logits / T): the sampling distribution at temperature T > 0."""
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    z = np.asarray(logits, dtype=float) / temperature
+    z = np.exp(z - z.max())
+    return z / z.sum()

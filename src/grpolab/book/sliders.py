@@ -457,18 +457,11 @@ def _gstar_readouts(c1, c3, budget, G):
     }
 
 
+from grpolab.book.figures import softmax_at_temperature  # noqa: E402
+
 #: An illustrative policy over five distinct final answers (logits at temperature 1).
 TEMPERATURE_LOGITS = (2.0, 1.0, 0.5, 0.0, -1.0)
 T_VALUES = _grid(0.05, 2.0, 0.05)
-
-
-def softmax_at_temperature(logits: Sequence[float], temperature: float) -> np.ndarray:
-    """softmax(logits / T): the sampling distribution at temperature T > 0."""
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature!r}")
-    z = np.asarray(logits, dtype=float) / temperature
-    z = np.exp(z - z.max())
-    return z / z.sum()
 
 
 def _temperature_curves(T):

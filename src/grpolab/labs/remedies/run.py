@@ -34,9 +34,9 @@ from grpolab.grpo.config import GRPOConfig
 from grpolab.grpo.loop import Batch, BatchSource, Run, load_policy, run, training_prompts
 from grpolab.grpo.measure import pass_rate_census
 from grpolab.grpo.rollout import merge_rollouts
+from grpolab.grpo.warmstart import WarmStartConfig
 from grpolab.labs.remedies import strategies as remedies
 from grpolab.labs.sweep.presets import TASK_KWARGS
-from grpolab.models.warmstart import WarmStartConfig
 from grpolab.tasks.arithmetic import Prompt, Task, get_task
 
 __all__ = ["Remedy", "REMEDIES", "REWARDS", "LAB_DEFAULTS", "lab_config", "RemedyBatches",

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from grpolab.grpo.config import GRPOConfig
-from grpolab.models.warmstart import WarmStartConfig
+from grpolab.grpo.warmstart import WarmStartConfig
 
 __all__ = ["Regime", "SweepPreset", "PRESETS", "get_preset", "TASK_KWARGS"]
 

@@ -48,7 +48,7 @@ class WarmStartConfig:
 
 
 #: The source files whose code determines the warm-start weights.
-_WEIGHT_CODE = ("models/tiny.py", "models/tokenizer.py", "models/warmstart.py",
+_WEIGHT_CODE = ("models/tiny.py", "models/tokenizer.py", "grpo/warmstart.py",
                 "tasks/arithmetic.py")
 
 
