@@ -276,9 +276,10 @@
   // ------------------------------------------------------------------------------------
   // Bands and G* (toy.t_critical_975, toy.summarize, toy.exact_gradient_mse, toy.fit_mse_constants)
   // ------------------------------------------------------------------------------------
-  var T975 = [12.706204736, 4.302652730, 3.182446305, 2.776445105];
+  var T975 = [12.706204736, 4.302652730, 3.182446305, 2.776445105, 2.570581836, 2.446911851,
+    2.364624252, 2.306004135, 2.262157163, 2.228138852];
   function tCritical975(df) {
-    if (df <= 4) { return T975[df - 1]; }
+    if (df <= T975.length) { return T975[df - 1]; }
     var zc = 1.959963985;
     return zc + (Math.pow(zc, 3) + zc) / (4 * df) + (5 * Math.pow(zc, 5) + 16 * Math.pow(zc, 3) + 3 * zc) / (96 * df * df) +
       (3 * Math.pow(zc, 7) + 19 * Math.pow(zc, 5) + 17 * Math.pow(zc, 3) - 15 * zc) / (384 * df * df * df);
@@ -378,11 +379,56 @@
     return {c: cs, G_star: Math.sqrt(cs[2] / cs[0])};
   }
 
+  // ------------------------------------------------------------------------------------
+  // Page states in the URL (grpolab.book.playground.parse_state / encode_state)
+  // ------------------------------------------------------------------------------------
+  var G_CHOICES = [2, 3, 4, 6, 8, 12, 16, 24, 32, 64];
+  var STATE_DEFAULTS = {G: [2, 4, 8, 16, 32], dataset: "beta", a: 1, b: 2, n_prompts: 64, budget: 64,
+    prompts_per_step: 8, mode: "budget", learning_rate: 0.05, optimizer: "adam", steps: 200, seeds: 50,
+    scale_rewards: "group", baseline: "mean", loss_type: "grpo", dynamic_sampling: "0", temperature: 1,
+    transfer: 0.25, beta: 0, wrong_length: 1, filter_low: 0, filter_high: 1, max_batches: 3,
+    x_axis: "completions"};
+  // A URL fragment "G=2,4&a=0.3" as {key: string} (playground.parse_state reads it in Python).
+  function parseFragment(fragment) {
+    var out = {}, hsh = (fragment || "").replace(/^#/, "");
+    if (!hsh) { return out; }
+    hsh.split("&").forEach(function (kv) {
+      var i = kv.indexOf("=");
+      if (i > 0) { out[decodeURIComponent(kv.slice(0, i))] = decodeURIComponent(kv.slice(i + 1)); }
+    });
+    return out;
+  }
+  function encodeState(st) {
+    var parts = [];
+    for (var k in STATE_DEFAULTS) {
+      var v = k === "G" ? st.G.join(",") : String(st[k]);
+      var d = k === "G" ? STATE_DEFAULTS.G.join(",") : String(STATE_DEFAULTS[k]);
+      if (v !== d) { parts.push(encodeURIComponent(k) + "=" + encodeURIComponent(v)); }
+    }
+    return parts.join("&");
+  }
+  function decodeState(obj) {
+    var st = {};
+    for (var k in STATE_DEFAULTS) { st[k] = k === "G" ? STATE_DEFAULTS.G.slice() : STATE_DEFAULTS[k]; }
+    for (var key in obj) {
+      if (!(key in STATE_DEFAULTS)) { continue; }
+      if (key === "G") {
+        var gs = obj.G.split(",").map(Number).filter(function (g) { return G_CHOICES.indexOf(g) >= 0; });
+        if (gs.length) { st.G = gs.sort(function (x, y) { return x - y; }); }
+      } else if (typeof STATE_DEFAULTS[key] === "number") {
+        var num = Number(obj[key]);
+        if (isFinite(num)) { st[key] = num; }
+      } else { st[key] = String(obj[key]); }
+    }
+    return st;
+  }
+
   var api = {mix32: mix32, seedKeys: seedKeys, uniform: uniform, lgamma: lgamma, betainc: betainc,
     betaQuantile: betaQuantile, betaDataset: betaDataset, empiricalDataset: empiricalDataset,
     makeDataset: makeDataset, config: config, prompts: prompts, train: train, advantages: advantages,
     tCritical975: tCritical975, band: band, exactGradientMse: exactGradientMse, fitGStar: fitGStar,
-    BUCKET_LABELS: BUCKET_LABELS, DEFAULTS: DEFAULTS};
+    BUCKET_LABELS: BUCKET_LABELS, DEFAULTS: DEFAULTS, STATE_DEFAULTS: STATE_DEFAULTS, G_CHOICES: G_CHOICES,
+    parseFragment: parseFragment, encodeState: encodeState, decodeState: decodeState};
 
   if (typeof module !== "undefined" && module.exports) { module.exports = api; }
   if (typeof document === "undefined") { return; }
@@ -395,7 +441,6 @@
   var NS = "http://www.w3.org/2000/svg";
   var COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
   var W = 560, H = 300, PL = 56, PR = 12, PT = 12, PB = 42;
-  var G_CHOICES = [2, 3, 4, 6, 8, 12, 16, 24, 32, 64];
   var SLIDERS = [
     ["budget", "completions per step (budget mode)", [16, 32, 48, 64, 96, 128, 192, 256, 384, 512]],
     ["prompts_per_step", "prompts per step B (prompts mode)", [1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64]],
@@ -420,11 +465,6 @@
     ["loss_type", "loss_type", [["grpo", "grpo"], ["dapo", "dapo"], ["dr_grpo", "dr_grpo"]]],
     ["dynamic_sampling", "dynamic sampling", [["0", "off"], ["1", "on (DAPO)"]]],
     ["x_axis", "learning curves against", [["completions", "completions generated"], ["steps", "optimizer steps"]]]];
-  var STATE_DEFAULTS = {G: [2, 4, 8, 16, 32], dataset: "beta", a: 1, b: 2, n_prompts: 64, budget: 64,
-    prompts_per_step: 8, mode: "budget", learning_rate: 0.05, optimizer: "adam", steps: 200, seeds: 50,
-    scale_rewards: "group", baseline: "mean", loss_type: "grpo", dynamic_sampling: "0", temperature: 1,
-    transfer: 0.25, beta: 0, wrong_length: 1, filter_low: 0, filter_high: 1, max_batches: 3,
-    x_axis: "completions"};
 
   function el(name, attrs, parent, text) {
     var e = document.createElementNS(NS, name);
@@ -509,46 +549,12 @@
     });
   }
 
-  function parseHash() {
-    var out = {}, hsh = (root.location && root.location.hash || "").replace(/^#/, "");
-    if (!hsh) { return out; }
-    hsh.split("&").forEach(function (kv) {
-      var i = kv.indexOf("=");
-      if (i > 0) { out[decodeURIComponent(kv.slice(0, i))] = decodeURIComponent(kv.slice(i + 1)); }
-    });
-    return out;
-  }
-  function encodeState(st) {
-    var parts = [];
-    for (var k in STATE_DEFAULTS) {
-      var v = k === "G" ? st.G.join(",") : String(st[k]);
-      var d = k === "G" ? STATE_DEFAULTS.G.join(",") : String(STATE_DEFAULTS[k]);
-      if (v !== d) { parts.push(encodeURIComponent(k) + "=" + encodeURIComponent(v)); }
-    }
-    return parts.join("&");
-  }
-  function decodeState(obj) {
-    var st = {};
-    for (var k in STATE_DEFAULTS) { st[k] = k === "G" ? STATE_DEFAULTS.G.slice() : STATE_DEFAULTS[k]; }
-    for (var key in obj) {
-      if (!(key in STATE_DEFAULTS)) { continue; }
-      if (key === "G") {
-        var gs = obj.G.split(",").map(Number).filter(function (g) { return G_CHOICES.indexOf(g) >= 0; });
-        if (gs.length) { st.G = gs.sort(function (x, y) { return x - y; }); }
-      } else if (typeof STATE_DEFAULTS[key] === "number") {
-        var num = Number(obj[key]);
-        if (isFinite(num)) { st[key] = num; }
-      } else { st[key] = String(obj[key]); }
-    }
-    return st;
-  }
-
   function Playground(rootEl) {
     this.root = rootEl;
     this.data = JSON.parse(rootEl.querySelector("script.grpolab-toy-data").textContent);
     this.timings = [];
     this.inputs = {};
-    var fromHash = parseHash();
+    var fromHash = parseFragment(root.location ? root.location.hash : "");
     this.state = decodeState(Object.keys(fromHash).length ? fromHash : {});
     this.build();
     this.run();
@@ -564,9 +570,7 @@
       btn.type = "button";
       btn.setAttribute("data-scenario", sc.key);
       btn.addEventListener("click", function () {
-        var o = {};
-        sc.hash.split("&").forEach(function (kv) { var i = kv.indexOf("="); if (i > 0) { o[kv.slice(0, i)] = decodeURIComponent(kv.slice(i + 1)); } });
-        self.state = decodeState(o);
+        self.state = decodeState(parseFragment(sc.hash));
         self.syncInputs();
         self.scenarioNote.textContent = sc.notice;
         self.run();
@@ -773,8 +777,6 @@
     }
   }
   api.mountAll = mountAll;
-  api.encodeState = encodeState;
-  api.decodeState = decodeState;
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", mountAll); }
   else { mountAll(); }
 })(typeof window !== "undefined" ? window : this);
