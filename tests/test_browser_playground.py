@@ -133,7 +133,8 @@ def test_playground_trains_in_the_page_and_reacts_to_g(open_page, record_propert
     record_property("retrain_ms_median", median_ms)
     report = {"setting": "default (G = 2, 4, 8, 16, 32; 50 seeds; 200 steps)",
               "first_ms": timings[0], "warm_ms": warm, "median_ms": median_ms,
-              "target_ms": 500}
+              "target_ms": 500, "load_average_1min": os.getloadavg()[0],
+              "cpus": os.cpu_count()}
     print("\nplayground retrain timing:", json.dumps(report))
     out = os.environ.get("GRPOLAB_PLAYGROUND_TIMING")
     if out:

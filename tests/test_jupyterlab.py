@@ -137,16 +137,26 @@ def _open_and_run_all(browser, base: str, token: str, notebook: str):
     page = context.new_page()
     page.goto(f"{base}/lab/tree/{notebook}?token={token}", wait_until="domcontentloaded")
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
-    # the kernel is up when the status reads Idle
-    page.wait_for_selector(".jp-NotebookPanel [data-status='idle'], "
-                           ".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                           timeout=60_000)
+    # The committed notebooks carry no kernelspec (outputs and metadata are stripped), so
+    # JupyterLab asks which kernel to start: accept its proposal, Python 3 (ipykernel).
+    try:
+        page.locator(".jp-Dialog .jp-mod-accept").click(timeout=15_000)
+    except Exception:  # no dialog: the notebook named its kernel
+        pass
+    page.wait_for_function(
+        "() => /Python 3[^|]*\\| Idle/.test(document.querySelector('.jp-StatusBar-Widget, "
+        "#jp-main-statusbar')?.innerText || '')", timeout=60_000)
+    try:  # JupyterLab's "notified about official Jupyter news?" toast: say no, it is local UI
+        page.locator(".jp-toast-button", has_text="No").click(timeout=3_000)
+    except Exception:
+        pass
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
     page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
     return context, page, blocked
 
 
 def _drag(page, handle, dx: float) -> None:
+    handle.scroll_into_view_if_needed()
     box = handle.bounding_box()
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
     page.mouse.move(x, y)
@@ -161,7 +171,8 @@ def test_lab_notebook_slider_reprints_dead_groups(lab, browser):
     context, page, blocked = _open_and_run_all(browser, base, token, NOTEBOOKS[0])
     try:
         out = page.locator(".jp-OutputArea-output", has_text="dead groups").first
-        out.wait_for(timeout=60_000)
+        out.wait_for(state="attached", timeout=60_000)
+        out.scroll_into_view_if_needed()
         before = out.inner_text()
         assert "G = 8:" in before, before
         slider = page.locator(".widget-slider", has_text="G").first
@@ -181,12 +192,14 @@ def test_playground_notebook_slider_retrains(lab, browser):
     context, page, blocked = _open_and_run_all(browser, base, token, NOTEBOOKS[1])
     try:
         readout = page.locator("pre.grpolab-toy-readout").first
-        readout.wait_for(timeout=90_000)
-        assert "Live playground" in page.locator(".jp-NotebookPanel").first.inner_text()
+        readout.wait_for(state="attached", timeout=90_000)
         figure = page.locator(".jp-OutputArea-output img").first
-        figure.wait_for(timeout=60_000)
+        figure.wait_for(state="attached", timeout=60_000)
+        assert "Live playground" in page.locator(".jp-OutputArea-output", has_text="Live")\
+            .first.inner_text()
         before_text, before_img = readout.inner_text(), figure.get_attribute("src")
         slider = page.locator(".widget-slider", has_text="learning rate").first
+        slider.scroll_into_view_if_needed()
         _drag(page, slider.locator(".noUi-handle").first, 80)
         page.wait_for_function(
             "before => { const r = document.querySelector('pre.grpolab-toy-readout');"

@@ -122,16 +122,14 @@
 
   // Advantages of one batch (B groups of G, prompt-major) in place (grpolab.advantages).
   function advantages(r, B, G, c, out) {
-    var g, i, o;
+    var g, i, o, loo = c.baseline !== "mean", byGroup = c.scale_rewards === "group";
     for (g = 0; g < B; g++) {
       o = g * G;
       var total = 0;
       for (i = 0; i < G; i++) { total += r[o + i]; }
       var mean = total / G;
-      for (i = 0; i < G; i++) {
-        out[o + i] = c.baseline === "mean" ? r[o + i] - mean : r[o + i] - (total - r[o + i]) / (G - 1);
-      }
-      if (c.scale_rewards === "group") {
+      for (i = 0; i < G; i++) { out[o + i] = loo ? r[o + i] - (total - r[o + i]) / (G - 1) : r[o + i] - mean; }
+      if (byGroup) {
         var ss = 0;
         for (i = 0; i < G; i++) { var dv = r[o + i] - mean; ss += dv * dv; }
         var sd = Math.sqrt(ss / (G - 1));
@@ -146,6 +144,14 @@
       var bsd = n > 1 ? Math.sqrt(bss / (n - 1)) : 0;
       for (k = 0; k < n; k++) { out[k] = out[k] / (bsd + ADV_EPS); }
     }
+  }
+
+  // x^G for an integer G >= 1 by repeated squaring (a few multiplications instead of exp/log;
+  // agrees with Python's exp(G log x) to about 1e-15 relative).
+  function ipow(x, G) {
+    var out = 1;
+    while (G > 0) { if (G & 1) { out *= x; } x *= x; G >>= 1; }
+    return out;
   }
 
   function train(ds, c, seeds) {
@@ -217,7 +223,7 @@
         if (inf[g]) { nInf++; if (nInf === B && fullAt < 0) { fullAt = g; } }
         if (g < B) {
           deadFirst += inf[g] ? 0 : 1;
-          predFirst += Math.exp(G * Math.log(pg)) + Math.exp(G * Math.log1p(-pg));
+          predFirst += ipow(pg, G) + ipow(1 - pg, G);
         }
       }
       res.dead_observed[s * steps + t] = 1 - (B - deadFirst) / B;
@@ -693,11 +699,17 @@
     this.status.textContent = msg;
     this.status.setAttribute("data-ms", String(ms));
     var hash = encodeState(st);
-    this.link.textContent = "#" + hash;
+    var here = root.location ? root.location.href.split("#")[0] : "";
+    this.link.textContent = hash ? here + "#" + hash : here + " (the default setting)";
     this.link.href = "#" + hash;
     if (root.history && root.history.replaceState) { root.history.replaceState(null, "", "#" + hash); }
     this.root.setAttribute("data-runs", String(this.timings.length));
   };
+
+  function padded(values) {
+    var v = values.filter(isFinite), lo = Math.min.apply(null, v), hi = Math.max.apply(null, v), pad = 0.08 * (hi - lo || 0.1);
+    return [Math.max(0, lo - pad), Math.min(1, hi + pad)];
+  }
 
   Playground.prototype.draw = function (ds, results, gstar) {
     var st = this.state, self = this;
@@ -738,7 +750,7 @@
     chart(this.figs.final, {series: [{label: "final pass rate", color: "#1f77b4", x: finals.x, y: finals.y, lo: finals.lo, hi: finals.hi, points: true},
       {label: "start", color: "#8c959f", x: [gmin, gmax], y: [firstStart, firstStart], dash: "2 3", width: 1}],
       markers: [{x: gs, label: "G* = " + fmt(gs, 3)}], xlabel: "group size G", ylabel: "final pass rate", logx: true,
-      xlim: [gmin, gmax], xticks: ticks});
+      xlim: [gmin, gmax], xticks: ticks, ylim: padded(finals.lo.concat(finals.hi, [firstStart]))});
     chart(this.figs.dead, {series: dead, xlabel: "step", ylabel: "fraction of groups with no signal", ylim: [0, 1]});
     chart(this.figs.buckets, {series: buckets, xlabel: "difficulty bucket (starting pass rate)", ylabel: "final pass rate", ylim: [0, 1],
       xlim: [-0.3, 3.3], xticks: [0, 1, 2, 3], xtickLabels: function (t) { return BUCKET_LABELS[t] || ""; }});
