@@ -185,4 +185,14 @@ def test_scenario_button_and_link_give_the_same_setting(open_page, scenario):
     assert page2.locator("input[data-g]:checked").evaluate_all(
         "els => els.map(e => e.value)") == checked
     assert _curves(page2) == curves
-    assert blocked == blocked2 == [] and errors == errors2 == [], (blocked, errors, errors2)
+
+    # The chapter's table links to the same setting: clicking it on a default page loads it.
+    page3, blocked3, errors3 = open_page()
+    runs = _runs(page3)
+    page3.locator(f"a.grpolab-toy-scenario-link[data-scenario='{scenario.key}']").click()
+    page3.wait_for_function(f"() => Number(document.querySelector('.grpolab-toy')"
+                            f".getAttribute('data-runs')) > {runs}")
+    assert _curves(page3) == curves
+    assert page3.locator(".grpolab-toy-scenario-note").inner_text() == scenario.notice
+    assert blocked == blocked2 == blocked3 == [], (blocked, blocked2, blocked3)
+    assert errors == errors2 == errors3 == [], (errors, errors2, errors3)

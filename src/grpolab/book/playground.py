@@ -57,7 +57,7 @@ SCENARIOS: tuple[Scenario, ...] = (
              "G=2,4,8,16,32&a=0.3&b=3&mode=prompts&prompts_per_step=8&optimizer=sgd"
              "&learning_rate=2&x_axis=steps",
              "Eight prompts per step, most of them hard: at G = 2 a hard prompt's group is "
-             "all-fail (1 − p)^G of the time, so the p₀ < 0.05 bucket barely moves, while "
+             "all-fail (1 − p)^G of the time, so the p₀ < 0.05 bucket moves little, while "
              "G = 32 lifts it. Switch the x-axis to completions to see what G = 32 paid."),
     Scenario("fixed-budget-g-star", "fixed budget: where G* falls",
              "G=2,3,4,8,16,32&budget=96&steps=100&baseline=leave_one_out&scale_rewards=none",
@@ -67,10 +67,11 @@ SCENARIOS: tuple[Scenario, ...] = (
              "optimum move: std scaling changes the gradient's size with G, not only its noise."),
     Scenario("dynamic-sampling", "dynamic sampling pays off when…",
              "G=4,16&dataset=smollm2&dynamic_sampling=1&max_batches=5&x_axis=steps",
-             "On SmolLM2's pass rates most groups are all-fail. Per optimizer step, dynamic "
-             "sampling learns faster (every group in the batch has signal); switch the x-axis "
-             "to completions and it loses, because each kept group costs G/q completions. It "
-             "pays off when steps, not samples, are what you are short of."),
+             "On SmolLM2's pass rates most groups are all-fail. Toggle dynamic sampling off "
+             "and on: per optimizer step (this x-axis) it learns faster, since every group in "
+             "its batch has signal; switch the x-axis to completions and it falls behind, "
+             "since each kept group costs G/q completions. It pays off when steps, not "
+             "samples, are what you are short of."),
     Scenario("low-temperature", "low temperature collapses groups",
              "G=2,4,8,16,32&a=1&b=1&temperature=0.3",
              "At T = 0.3 every starting pass rate is pushed toward 0 or 1 (pⱼ = σ(bⱼ/T)), so "

@@ -564,6 +564,18 @@
     this.state = decodeState(Object.keys(fromHash).length ? fromHash : {});
     this.build();
     this.run();
+    var self = this;
+    // A scenario link on the page (or an edited URL) changes the fragment: load that setting.
+    root.addEventListener("hashchange", function () {
+      var frag = parseFragment(root.location.hash);
+      if (encodeState(decodeState(frag)) === encodeState(self.state)) { return; }
+      self.state = decodeState(frag);
+      self.syncInputs();
+      var match = self.data.scenarios.filter(function (sc) {
+        return encodeState(decodeState(parseFragment(sc.hash))) === encodeState(self.state); });
+      self.scenarioNote.textContent = match.length ? match[0].notice : "";
+      self.run();
+    });
   }
 
   Playground.prototype.build = function () {
