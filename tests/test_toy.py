@@ -316,3 +316,19 @@ def test_static_html_embeds_the_data():
     assert data["smollm2"]["successes"] == playground.smollm2_counts()["successes"]
     assert len(data["scenarios"]) == len(playground.SCENARIOS) >= 4
     assert "Static playground" in text
+
+
+@pytest.mark.slow
+def test_live_playground_loads_every_scenario_and_redraws():
+    pytest.importorskip("ipywidgets")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    box = playground.live_playground({"seeds": 2, "steps": 25})
+    scenario = box.children[1].children[0].children[0]
+    readout = box.children[2]
+    first = readout.value
+    assert "final pass rate" in first
+    for s in playground.SCENARIOS:
+        scenario.value = s.key
+        assert "final pass rate" in readout.value and readout.value != first, s.key
