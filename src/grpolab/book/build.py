@@ -5,11 +5,9 @@ As a Sphinx extension (``book/_config.yml`` lists ``grpolab.book.build``) it
 - sets ``GRPOLAB_WIDGETS=static`` before the notebooks run, so ``grpolab.book.sliders.show``
   embeds static sliders (precomputed grids) instead of ipywidgets, which would need a
   kernel and a CDN to render;
-- serves ``grpolab/static/grpolab-sliders.js`` and ``.css`` from the build's ``_static``
-  and loads them on every page;
-- serves ``grpolab-exercises.js`` and ``.css``: the answer boxes of the exercises page (whose
-  checker data the page itself emits at build time from the registry) and the one-page
-  sheet's print stylesheet;
+- serves ``grpolab/book/static/`` (STATIC_FILES: the sliders', the playground's and the answer
+  boxes' JS and CSS, and the one-page sheet's print stylesheet) from the build's ``_static``
+  and loads them on every page; the exercises page emits its own checker data at build time;
 - drops sphinx-thebe's scripts: thebe needs Binder (a network) and its inline script
   declares ``THEBE_JS_URL`` twice on some pages, a console error;
 - loads MathJax on every page, so math in chapter titles is typeset in the navigation.
@@ -33,7 +31,7 @@ from pathlib import Path
 __all__ = ["BookBuildError", "build_book", "build_book_once", "default_book_dir", "setup"]
 
 STATIC_FILES = ("grpolab-sliders.js", "grpolab-sliders.css", "grpolab-exercises.js",
-                "grpolab-exercises.css")
+                "grpolab-exercises.css", "grpolab-toy.js", "grpolab-toy.css")
 
 
 class BookBuildError(RuntimeError):
@@ -75,10 +73,7 @@ def setup(app):
     os.environ["GRPOLAB_WIDGETS"] = "static"  # inherited by the kernels that run the pages
     app.connect("builder-inited", _add_static_path)
     for name in STATIC_FILES:
-        if name.endswith(".js"):
-            app.add_js_file(name)
-        else:
-            app.add_css_file(name)
+        (app.add_js_file if name.endswith(".js") else app.add_css_file)(name)
     app.connect("html-page-context", _drop_thebe, priority=900)
     # Load MathJax on every page, not only on pages with equations: a chapter title with
     # math ($p^G$) appears in every page's navigation and must be typeset there too.
