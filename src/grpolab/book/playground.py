@@ -129,9 +129,16 @@ def _js_str(v) -> str:
 
 def smollm2_counts() -> dict:
     """Per-prompt successes, samples and difficulty levels of the committed SmolLM2 census."""
-    from grpolab.labs.pass_rates.run import committed_results
+    import json
 
-    records = committed_results()["records"]
+    from grpolab._paths import checkout_root
+
+    # the committed result file itself (the book never imports the labs: a layer above it)
+    path = checkout_root() / "labs" / "results" / "smollm2-pass-rates" / "pass_rates.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: it is committed with the repository; "
+                                "reproduce it with 'grpolab lab pass-rates'")
+    records = json.loads(path.read_text(encoding="utf-8"))["records"]
     return {"successes": [int(r["successes"]) for r in records],
             "samples": [int(r["samples"]) for r in records],
             "difficulty": [int(r["difficulty"]) for r in records]}
