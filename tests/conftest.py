@@ -30,3 +30,34 @@ def private_cache_and_temp_dirs(tmp_path_factory):
     patch.setattr(tempfile, "tempdir", str(tmp))
     yield {"cache": cache, "tmp": tmp}
     patch.undo()
+
+
+#: The flags the probe of this machine uses for headless Chromium: without the network
+#: ones, Chromium's background connections are refused by the closed network.
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for every browser test module: Playwright's sync API allows
+    one running instance per thread, so a second module starting its own would fail."""
+    import os
+    import shutil
+
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    if executable is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is not installed, and CI=true: the browser test must run")
+        pytest.skip("chromium not found on PATH (install Debian's chromium); not under CI")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            pytest.fail("playwright is not installed, and CI=true: the browser test must run")
+        pytest.skip("playwright not installed (pip install playwright); not under CI")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
+        yield b
+        b.close()

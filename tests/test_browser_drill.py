@@ -61,21 +61,6 @@ def site():
     server.server_close()
 
 
-@pytest.fixture(scope="module")
-def browser():
-    executable = _need("chromium")
-    try:
-        from playwright import sync_api
-    except ImportError:
-        if os.environ.get("CI") == "true":
-            pytest.fail("playwright is not installed, and CI=true")
-        pytest.skip("playwright not installed; not under CI")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
-        yield b
-        b.close()
-
-
 @pytest.fixture
 def offline_page(site, browser):
     """A page whose every non-local request is aborted; records blocked URLs and errors."""

@@ -58,21 +58,6 @@ def site():
     server.server_close()
 
 
-@pytest.fixture(scope="module")
-def browser():
-    executable = _chromium()
-    try:
-        from playwright import sync_api
-    except ImportError:
-        if os.environ.get("CI") == "true":
-            pytest.fail("playwright is not installed, and CI=true: the browser test must run")
-        pytest.skip("playwright not installed (pip install playwright); not under CI")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
-        yield b
-        b.close()
-
-
 @pytest.fixture
 def open_page(site, browser):
     contexts = []

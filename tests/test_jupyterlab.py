@@ -106,21 +106,6 @@ def lab(tmp_path_factory):
         log.close()
 
 
-@pytest.fixture(scope="module")
-def browser():
-    executable = _chromium()
-    try:
-        from playwright import sync_api
-    except ImportError:
-        if os.environ.get("CI") == "true":
-            pytest.fail("playwright is not installed, and CI=true: the browser test must run")
-        pytest.skip("playwright not installed (pip install playwright); not under CI")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
-        yield b
-        b.close()
-
-
 def _open_and_run_all(browser, base: str, token: str, notebook: str):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     blocked: list[str] = []
