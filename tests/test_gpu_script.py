@@ -54,8 +54,9 @@ def test_smoke_run_records_every_part(tmp_path):
 
     outcomes = {p["name"]: p.get("outcome") for p in report["parts"]}
     tiny = outcomes["tiny-gpu"]
-    assert tiny["preset"] == "gpu" and tiny["runs_finished"] == tiny["runs_planned"] == 1
-    assert "mixed" in tiny["regimes"] and tiny["plots"]
+    assert tiny["preset"] == "gpu" and tiny["runs_finished"] == tiny["runs_planned"] == 2
+    assert tiny["group_sizes"] == [2, 4] and tiny["plots"]
+    assert "per doubling of G" in tiny["regimes"]["mixed"]["verdict"]  # the pre-declared test
     for name, backend in (("smollm2-grpolab", "grpolab"), ("smollm2-trl", "trl")):
         if outcomes[name] is not None:
             assert outcomes[name]["preset"] == "gpu-smollm2"

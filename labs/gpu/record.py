@@ -151,10 +151,10 @@ def sweep_outcome(folder: str) -> dict:
     """What a sweep part showed, from its ``summary.json``."""
     s = read_json(os.path.join(folder, "summary.json"))
     meta = read_json(os.path.join(folder, "sweep.json"))
-    regimes = {name: {k: r.get(k) for k in (
-        "mode", "initial_accuracy", "final_accuracy_mean_by_G", "final_accuracy_std_by_G",
-        "accuracy_rose_above_warm_start", "zero_gradient_mean_abs_gap")}
-        | {"verdict": r["verdict"].get("statement")} for name, r in s["regimes"].items()}
+    regimes = {}
+    for name, r in s["regimes"].items():
+        regimes[name] = {k: (v.get("statement") if k.startswith("verdict") else v)
+                         for k, v in r.items() if not k.startswith("zero_gradient_at_")}
     config = meta["preset"]["config"]
     return {"kind": "sweep", "preset": s["preset"], "backend": config.get("backend"),
             "device": meta.get("device"), "runs_finished": s["runs_finished"],

@@ -88,31 +88,44 @@ else
 fi
 
 # ---- 2. the parts: name, estimated minutes, time limit in seconds, then the command
-SWEEP_CLI=("$PY" -m grpolab.cli.main lab sweep)
+# The GPU run's sweep flags (validated through the CLI's parser in both modes, below)
+GPU_TINY=(--preset gpu --regimes hard --G 2 8 32 --seeds 0 1 2 --steps 200 --device cuda)
+GPU_SMOL=(--preset gpu-smollm2 --G 4 16 --steps 40 --device cuda)
 if [[ $SMOKE -eq 1 ]]; then
   MODE=smoke
   # grpolab lab sweep's own flags at their smallest, through the CLI's parser; smoke_sweep.py
   # also shrinks what the CLI has no flag for (prompt counts, eval samples, noise batches).
   SWEEP=("$PY" "$HERE/smoke_sweep.py")
-  TINY=(--preset gpu --regimes mixed --G 2 --seeds 0 --steps 2 --budget 4 --warmstart-steps 2
+  # Two G values on the tiny model, so the verdict (trend and contrasts) is computed too.
+  TINY=(--preset gpu --regimes mixed --G 2 4 --seeds 0 --steps 1 --budget 4 --warmstart-steps 2
         --device cpu --threads 1)
-  SMOL=(--preset gpu-smollm2 --G 2 --seeds 0 --steps 2 --budget 4 --device cpu --threads 1)
-  ROLLOUT=(--quick --device cpu --threads 1)
-  STEP=(--quick --device cpu --threads 1)
+  SMOL=(--preset gpu-smollm2 --G 2 --seeds 0 --steps 1 --budget 2 --device cpu --threads 1)
+  ROLLOUT=(--quick --reps 1 --device cpu --threads 1)
+  STEP=(--quick --reps 1 --device cpu --threads 1)
   PLAN=$'tiny-gpu\t0.5\t400\nsmollm2-grpolab\t0.7\t400\nsmollm2-trl\t0.7\t400\nbench-rollout\t0.2\t300\nbench-step\t0.3\t300'
 else
   MODE=gpu
-  SWEEP=("${SWEEP_CLI[@]}")
-  TINY=(--preset gpu --regimes hard --G 2 8 32 --seeds 0 1 2 --steps 200 --device cuda)
-  SMOL=(--preset gpu-smollm2 --G 4 16 --steps 40 --device cuda)
+  SWEEP=("$PY" -m grpolab.cli.main lab sweep)
+  TINY=("${GPU_TINY[@]}")
+  SMOL=("${GPU_SMOL[@]}")
   ROLLOUT=(--device cuda --models tiny,smollm2)
   STEP=(--device cuda)
-  PLAN=$'tiny-gpu\t3\t360\nsmollm2-grpolab\t2\t300\nsmollm2-trl\t2.5\t330\nbench-rollout\t0.5\t180\nbench-step\t0.5\t180'
+  # Estimates from model sizes and step counts (see labs/gpu/README.md), not measurements.
+  PLAN=$'tiny-gpu\t2.5\t330\nsmollm2-grpolab\t2.5\t330\nsmollm2-trl\t2.5\t330\nbench-rollout\t0.5\t180\nbench-step\t1\t180'
 fi
 
 if [[ -n "$ONLY" ]]; then
   PLAN="$(grep -E "^($(IFS='|'; echo "${WANT[*]}"))"$'\t' <<< "$PLAN")"
 fi
+
+# The GPU run's sweep arguments must still be valid flags of `grpolab lab sweep` (checked
+# here in both modes, so --smoke catches a renamed flag that only the GPU run uses).
+for args in "${GPU_TINY[*]} --backend grpolab" "${GPU_SMOL[*]} --backend grpolab" \
+            "${GPU_SMOL[*]} --backend trl"; do
+  # shellcheck disable=SC2086  # the words of $args are the flags
+  "$PY" "$HERE/smoke_sweep.py" --validate-only $args --out "$WORK/validate" \
+    || { echo "error: the GPU run's sweep flags are no longer valid: $args" >&2; exit 2; }
+done
 
 printf '%s\n' "$PLAN" > "$WORK/plan.tsv"
 echo "budget ($MODE mode; estimates, not measurements):"
@@ -169,9 +182,20 @@ keep_sweep() {  # copy a sweep's small results from work/<part> into <part>/
   if [[ -d "$src/plots" ]]; then rm -rf "$dst/plots"; cp -r "$src/plots" "$dst/plots"; fi
 }
 
+reuse_start() {  # reuse <from>'s census and gradient noise in <to> (same model and prompts)
+  local from="$WORK/$1" to="$WORK/$2" f
+  [[ -f "$from/summary.json" && ! -e "$to" ]] || return 0
+  mkdir -p "$to"
+  for f in "$from"/census-*.npy "$from/gradient_noise.json"; do
+    if [[ -f "$f" ]]; then cp "$f" "$to/"; fi
+  done
+  echo "   (reusing $1's census and gradient noise: the same starting model, prompts and seed)"
+}
+
 sweep_part() {  # name backend preset-args...
   local name="$1" backend="$2"; shift 2
   planned "$name" || return 0
+  if [[ $backend == trl ]]; then reuse_start smollm2-grpolab "$name"; fi
   run_part "$name" "${SWEEP[@]}" "$@" --backend "$backend" --out "$WORK/$name" --quiet
   keep_sweep "$name"
 }
