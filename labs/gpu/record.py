@@ -6,9 +6,9 @@
     python labs/gpu/record.py report --out DIR
 
 ``run.json`` lists every part from the start (status ``pending``), and each finished part
-replaces its entry (``ok``, ``failed``, ``timeout`` or ``skipped`` with a reason), so a run
-cut short still says what ran. ``report.json`` gathers each part's outcome from the small
-files the part left in ``DIR/<part>/``. Only ``check`` imports torch.
+replaces its entry (``ok``, ``failed``, ``timeout``, ``interrupted``, or ``skipped`` with a
+reason), so a run cut short still says what ran. ``report.json`` gathers each part's
+outcome from the small files the part left in ``DIR/<part>/``. Only ``check`` imports torch.
 """
 
 from __future__ import annotations
@@ -232,7 +232,7 @@ def main(argv=None) -> int:
     pa = sub.add_parser("part")
     pa.add_argument("--name", required=True)
     pa.add_argument("--status", required=True,
-                    choices=["ok", "failed", "timeout", "skipped"])
+                    choices=["ok", "failed", "timeout", "interrupted", "skipped"])
     pa.add_argument("--exit-code", type=int, default=None)
     pa.add_argument("--seconds", type=float, default=0.0)
     pa.add_argument("--cmd", default="")

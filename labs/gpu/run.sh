@@ -15,8 +15,9 @@
 #   bench-step       benchmarks/bench_step.py --device cuda (grpolab step vs TRL's step)
 # Each part has a time limit (about twice its estimate); one that runs over is stopped with
 # SIGINT (sweeps keep their finished runs; rerun the script to resume them), recorded as
-# "timeout", and the next part starts. The estimates are not measurements: this script has
-# not yet been run on a GPU in this project.
+# "timeout", and the next part starts. Ctrl-C stops the run (exit 130; rerun to resume).
+# The estimates are not measurements: this script has not yet been run on a GPU in this
+# project (no GPU machine was lent).
 #
 # Writes into the one folder (--out, default labs/results/gpu):
 #   run.json         the plan, then per part: status, exit code, wall seconds, command
@@ -165,17 +166,23 @@ run_part() {  # name command...: run under the part's time limit, log, record
   cmd="$(printf '%q ' "$@")"
   echo "== $name (limit ${limit} s): ${cmd% }"
   t0="$(date +%s.%N)"
-  timeout -s INT -k 30 "$limit" "$@" > "$log" 2>&1 || rc=$?
+  timeout --foreground -s INT -k 30 "$limit" "$@" > "$log" 2>&1 || rc=$?
   t1="$(date +%s.%N)"
   case "$rc" in
     0) status=ok ;;
     124|137) status=timeout ;;
+    130) status=interrupted ;;  # Ctrl-C (a time limit makes timeout exit 124 instead)
     *) status=failed ;;
   esac
   local secs; secs="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')"
   echo "   $status (exit $rc) after $secs s; log: $log"
   [[ $status == ok ]] || tail -n 5 "$log" | sed 's/^/   | /'
   record "$name" "$status" "$rc" "$secs" "${cmd% }"
+  if [[ $status == interrupted ]]; then
+    "$PY" "$HERE/record.py" report --out "$OUT" > /dev/null || true
+    echo "interrupted: finished work is saved; rerun the same command to resume" >&2
+    exit 130
+  fi
 }
 
 keep_sweep() {  # copy a sweep's small results from work/<part> into <part>/

@@ -62,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished runs are saved", file=sys.stderr)
+        return 130
     print(f"smoke sweep {preset.name} ({preset.config.backend}): "
           f"{summary['runs_finished']}/{summary['runs_planned']} runs finished in {args.out}")
     return 0 if summary["runs_finished"] == summary["runs_planned"] else 1
