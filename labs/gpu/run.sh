@@ -111,7 +111,7 @@ if [[ $SMOKE -eq 1 ]]; then
   PLAN=$'tiny-gpu\t0.5\t400\nsmollm2-grpolab\t0.7\t400\nsmollm2-trl\t0.7\t400\nbench-rollout\t0.2\t300\nbench-step\t0.3\t300'
 else
   MODE=gpu
-  SWEEP=("$PY" -m grpolab.cli.main lab sweep)
+  SWEEP=("$PY" -m grpolab lab sweep)
   TINY=("${GPU_TINY[@]}")
   SMOL=("${GPU_SMOL[@]}")
   ROLLOUT=(--device cuda --models tiny,smollm2)
