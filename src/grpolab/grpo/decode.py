@@ -1,0 +1,253 @@
+"""A fast decode loop for Llama models (the tiny model and SmolLM2), behind ``sample``.
+
+Why it exists: on the 0.4M-parameter tiny model most of a ``model(...)`` call is
+transformers' per-call Python work (cache objects, mask building, output dataclasses), not
+arithmetic, and a sampler that calls ``model.forward`` once per token pays it every token
+(benchmarks/RESULTS.md, "Rollout"). This module runs the same Llama block by hand, on the
+model's own weights:
+
+- the prompt batch is encoded once (B rows, causal attention over the left-padded prompt),
+  and its keys/values are broadcast into a preallocated cache of B·G rows, one per sample;
+- each step then appends one key/value per row in place (no ``torch.cat``, no cache object)
+  and attends with one ``scaled_dot_product_attention`` call against the filled slice;
+- the q/k/v and gate/up projections are fused into one matrix product each, rotary
+  cos/sin and the padding mask are built once per call, and the loop runs under
+  ``torch.inference_mode``.
+
+The arithmetic is the block's own (RMSNorm, rotary positions, grouped-query attention,
+SwiGLU, tied or untied head), so the next-token distribution equals a transformers
+forward pass to float rounding (tests/test_rollout.py checks this token for token against
+``generate`` and ``old_logprobs`` against :func:`grpolab.grpo.loss.per_token_logprobs`).
+Sampling itself is :func:`grpolab.grpo.rollout.sample_next_token`, so the random stream
+and its semantics (temperature, top-p, EOS, padding) are those of the generic path.
+
+:func:`supports` decides which models take this path; anything else (another
+architecture, LoRA-wrapped layers, forward hooks inside the model, dropout) keeps the
+generic ``model.forward`` loop in :mod:`grpolab.grpo.rollout`.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["supports", "sample_llama"]
+
+
+def supports(model) -> bool:
+    """True for a plain ``LlamaForCausalLM`` whose every block this module reproduces exactly.
+
+    Checked: the architecture (``model_type == "llama"``, SiLU, no attention/MLP bias, no
+    tensor-parallel split, no attention dropout), plain ``nn.Linear`` projections (a LoRA
+    or quantized wrapper falls back), and no forward hooks anywhere but on ``lm_head``
+    (which this path calls as a module, so its hooks still run).
+    """
+    cfg = getattr(model, "config", None)
+    if getattr(cfg, "model_type", None) != "llama" or not hasattr(model, "model"):
+        return False
+    if (getattr(cfg, "hidden_act", None) != "silu" or getattr(cfg, "attention_bias", True)
+            or getattr(cfg, "mlp_bias", True) or getattr(cfg, "pretraining_tp", 1) != 1
+            or getattr(cfg, "attention_dropout", 0.0) != 0.0):
+        return False
+    for layer in model.model.layers:
+        att, mlp = layer.self_attn, layer.mlp
+        for lin in (att.q_proj, att.k_proj, att.v_proj, att.o_proj,
+                    mlp.gate_proj, mlp.up_proj, mlp.down_proj):
+            if type(lin) is not torch.nn.Linear:
+                return False
+    for name, module in model.named_modules():
+        if name != "lm_head" and (module._forward_hooks or module._forward_pre_hooks):
+            return False
+    return True
+
+
+def _rms_norm(x: torch.Tensor, norm) -> torch.Tensor:
+    """``LlamaRMSNorm`` (float32 statistics, weight applied in the input dtype)."""
+    if x.dtype == torch.float32:
+        return F.rms_norm(x, (x.shape[-1],), norm.weight, norm.variance_epsilon)
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + norm.variance_epsilon)
+    return norm.weight * h.to(x.dtype)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor) -> torch.Tensor:
+    """Rotary positions: ``x·cos + rotate_half(x)·sin``, where ``rotate_half(x)`` =
+    ``cat(−x₂, x₁)`` is a flip of the two halves times a sign (folded into ``sin_signed``)."""
+    half = x.shape[-1] // 2
+    flipped = x.unflatten(-1, (2, half)).flip(-2).flatten(-2)
+    return torch.addcmul(x * cos, flipped, sin_signed)
+
+
+class _Weights:
+    """The model's weights laid out for the decode loop: q/k/v and gate/up concatenated,
+    every matrix stored input-major ``(in, out)`` and contiguous, so each projection is one
+    plain ``mm``/``addmm``."""
+
+    def __init__(self, model):
+        cfg = model.config
+        self.H = cfg.num_attention_heads
+        self.Hkv = getattr(cfg, "num_key_value_heads", None) or self.H
+        self.hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.H
+        self.embed = model.model.embed_tokens.weight
+        self.layers = []
+        for layer in model.model.layers:
+            att, mlp = layer.self_attn, layer.mlp
+            qkv = torch.cat([att.q_proj.weight.t(), att.k_proj.weight.t(),
+                             att.v_proj.weight.t()], dim=1)
+            gate_up = torch.cat([mlp.gate_proj.weight.t(), mlp.up_proj.weight.t()], dim=1)
+            self.layers.append((layer.input_layernorm, qkv,
+                                att.o_proj.weight.t().contiguous(),
+                                layer.post_attention_layernorm, gate_up,
+                                mlp.down_proj.weight.t().contiguous()))
+        self.norm = model.model.norm
+        self.rotary = model.model.rotary_emb
+
+    @staticmethod
+    def of(model) -> _Weights:
+        """The laid-out weights of ``model``, rebuilt only when a parameter changed.
+
+        The key is every parameter's identity and version counter: an optimizer step,
+        ``load_state_dict`` or ``.to()`` bumps or replaces them, so a rollout after an
+        update never reads stale weights. Costs one extra copy of the block weights.
+        """
+        key = tuple((id(p), p._version) for p in model.parameters())
+        cached = _WEIGHTS.get(model)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        with torch.no_grad():
+            weights = _Weights(model)
+        _WEIGHTS[model] = (key, weights)
+        return weights
+
+
+#: model → (parameter versions, laid-out weights); weak, so it never keeps a model alive
+_WEIGHTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
+            scale: float) -> torch.Tensor:
+    """Attention of stacked queries against one key/value sequence per batch entry.
+
+    q: (rows·kv heads, queries, hd), where the query heads that share a kv head (and, in
+    the prefill, the prompt positions) are stacked as query rows; k, v: (rows·kv heads,
+    len, hd); mask: additive, broadcastable to (rows·kv heads, queries, len).
+    Three small batched kernels; at these sizes that beats ``scaled_dot_product_attention``
+    with a mask on CPU (its per-call setup dominates).
+    """
+    scores = torch.baddbmm(mask, q, k.transpose(1, 2), alpha=scale)
+    return torch.bmm(scores.softmax(-1), v)
+
+
+def _mlp(x: torch.Tensor, norm, gate_up, down) -> torch.Tensor:
+    """``x + down(silu(gate(h)) · up(h))`` with ``h = norm(x)``; x is (rows, D)."""
+    g, u = (_rms_norm(x, norm) @ gate_up).chunk(2, dim=-1)
+    return torch.addmm(x, F.silu(g) * u, down)
+
+
+def sample_llama(model, ids: torch.Tensor, mask: torch.Tensor, num_generations: int,
+                 max_new_tokens: int, temperature: float, top_p: float, generator,
+                 eos: int, pad: int, draw):
+    """Decode ``num_generations`` continuations of each left-padded prompt row.
+
+    Args are those of :func:`grpolab.grpo.rollout.sample` after encoding: ``ids``/``mask``
+    (B, P); ``draw(logits, temperature, top_p, generator) -> (token, logprob)`` is the
+    sampler's :func:`grpolab.grpo.rollout.sample_next_token` (passed in, so this module
+    does not import the rollout module that imports it). Returns ``(completion_ids,
+    completion_mask, old_logprobs)``, each (B·G, T'), T' ≤ ``max_new_tokens`` (the loop
+    stops once every row has emitted EOS), as ordinary (not inference-mode) tensors.
+    """
+    with torch.inference_mode():
+        out = _decode(model, ids, mask, int(num_generations), int(max_new_tokens), temperature,
+                      top_p, generator, eos, pad, draw)
+    return tuple(t.clone() for t in out)
+
+
+def _decode(model, ids, mask, G, T, temperature, top_p, generator, eos, pad, draw):
+    w = _Weights.of(model)
+    H, Hkv, hd = w.H, w.Hkv, w.hd
+    device, dtype = ids.device, w.embed.dtype
+    B, P = ids.shape
+    n, L = B * G, P + T
+    scale = hd ** -0.5
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+
+    # rotary tables for every position this call can reach, computed once
+    table_pos = torch.arange(int(positions.max()) + T + 1, device=device)[None]
+    cos_tab, sin_tab = w.rotary(w.embed[:1][None], table_pos)
+    cos_tab, sin_tab = cos_tab[0], sin_tab[0]
+    sign = torch.ones(hd, dtype=dtype, device=device)
+    sign[: hd // 2] = -1
+    sin_tab = sin_tab * sign
+
+    # one preallocated cache: (layer, key/value, row, kv head, position, head dim)
+    cache = torch.empty(len(w.layers), 2, n, Hkv, L, hd, dtype=dtype, device=device)
+
+    # 1. prefill: the B prompts once. A padded query may attend to itself only, so it
+    #    stays finite; no real token ever attends to a padded key.
+    valid = mask.bool()
+    eye = torch.eye(P, dtype=torch.bool, device=device)
+    causal = torch.ones(P, P, dtype=torch.bool, device=device).tril()
+    allowed = (causal & (valid[:, None, :] | eye))[:, None].expand(B, Hkv, P, P)
+    prefill_mask = torch.zeros(B, Hkv, P, P, dtype=dtype, device=device).masked_fill(
+        ~allowed, float("-inf"))[:, :, None].expand(B, Hkv, H // Hkv, P, P).reshape(
+        B * Hkv, (H // Hkv) * P, P)
+    cos, sin = cos_tab[positions][:, :, None], sin_tab[positions][:, :, None]
+    x = F.embedding(ids, w.embed).view(B * P, -1)
+    for li, (n1, qkv_w, o_w, n2, gu_w, down_w) in enumerate(w.layers):
+        qkv = (_rms_norm(x, n1) @ qkv_w).view(B, P, H + 2 * Hkv, hd)
+        qk = _rotate(qkv[:, :, :H + Hkv], cos, sin)
+        # (B, heads, P, hd); the query heads of one kv head stacked as query rows
+        q = qk[:, :, :H].transpose(1, 2).reshape(B * Hkv, (H // Hkv) * P, hd)
+        k, v = qk[:, :, H:].transpose(1, 2), qkv[:, :, H + Hkv:].transpose(1, 2)
+        # 2. the G samples of a prompt share its keys/values: broadcast into their rows
+        kv_rows = cache[li].view(2, B, G, Hkv, L, hd)
+        kv_rows[0, :, :, :, :P] = k[:, None]
+        kv_rows[1, :, :, :, :P] = v[:, None]
+        a = _attend(q, k.reshape(B * Hkv, P, hd), v.reshape(B * Hkv, P, hd), prefill_mask,
+                    scale)
+        x = torch.addmm(x, a.view(B, H, P, hd).transpose(1, 2).reshape(B * P, H * hd), o_w)
+        x = _mlp(x, n2, gu_w, down_w)
+    last = x.view(B, P, -1)[:, -1]
+    logits = model.lm_head(_rms_norm(last, w.norm)).repeat_interleave(G, dim=0)
+
+    # decode-time tables, hoisted out of the loop: additive key mask over all L slots
+    # (only padded prompt slots are -inf) and each row's rotary cos/sin per step
+    key_ok = torch.cat([valid.repeat_interleave(G, 0),
+                        torch.ones(n, T, dtype=torch.bool, device=device)], dim=1)
+    key_mask = torch.zeros(n, Hkv, 1, L, dtype=dtype, device=device).masked_fill(
+        ~key_ok[:, None, None, :], float("-inf")).view(n * Hkv, 1, L)
+    step_pos = positions[:, -1:].repeat_interleave(G, 0) + 1 + torch.arange(T, device=device)
+    cos_steps, sin_steps = cos_tab[step_pos][:, :, None], sin_tab[step_pos][:, :, None]
+
+    tokens, logprobs, keep = [], [], []
+    done = torch.zeros(n, dtype=torch.bool, device=device)
+    for t in range(T):
+        # 3. draw one token per row; rows that already emitted EOS get padding
+        tok, lp = draw(logits, temperature, top_p, generator)
+        tok = tok.masked_fill(done, pad)
+        keep.append(~done)
+        tokens.append(tok)
+        logprobs.append(lp.masked_fill(done, 0.0))
+        done = done | (tok == eos)
+        if t == T - 1 or bool(done.all()):
+            break
+        cur = P + t
+        cos, sin, attn_mask = cos_steps[:, t], sin_steps[:, t], key_mask[:, :, :cur + 1]
+        x = F.embedding(tok, w.embed)
+        for li, (n1, qkv_w, o_w, n2, gu_w, down_w) in enumerate(w.layers):
+            qkv = (_rms_norm(x, n1) @ qkv_w).view(n, H + 2 * Hkv, hd)
+            qk = _rotate(qkv[:, :H + Hkv], cos, sin)
+            kv = cache[li]
+            kv[0, :, :, cur] = qk[:, H:]
+            kv[1, :, :, cur] = qkv[:, H + Hkv:]
+            a = _attend(qk[:, :H].reshape(n * Hkv, H // Hkv, hd),
+                        kv[0, :, :, :cur + 1].reshape(n * Hkv, cur + 1, hd),
+                        kv[1, :, :, :cur + 1].reshape(n * Hkv, cur + 1, hd),
+                        attn_mask, scale)
+            x = torch.addmm(x, a.view(n, H * hd), o_w)
+            x = _mlp(x, n2, gu_w, down_w)
+        logits = model.lm_head(_rms_norm(x, w.norm))
+    return (torch.stack(tokens, dim=1), torch.stack(keep, dim=1).long(),
+            torch.stack(logprobs, dim=1))
