@@ -126,17 +126,18 @@ class _Weights:
 _WEIGHTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
+def _attend(q: torch.Tensor, k_t: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
             scale: float) -> torch.Tensor:
     """Attention of stacked queries against one key/value sequence per batch entry.
 
     q: (rows·kv heads, queries, hd), where the query heads that share a kv head (and, in
-    the prefill, the prompt positions) are stacked as query rows; k, v: (rows·kv heads,
-    len, hd); mask: additive, broadcastable to (rows·kv heads, queries, len).
+    the prefill, the prompt positions) are stacked as query rows; k_t: (rows·kv heads, hd,
+    len), the keys transposed; v: (rows·kv heads, len, hd); mask: additive, broadcastable
+    to (rows·kv heads, queries, len).
     Three small batched kernels; at these sizes that beats ``scaled_dot_product_attention``
     with a mask on CPU (its per-call setup dominates).
     """
-    scores = torch.baddbmm(mask, q, k.transpose(1, 2), alpha=scale)
+    scores = torch.baddbmm(mask, q, k_t, alpha=scale)
     return torch.bmm(scores.softmax(-1), v)
 
 
@@ -169,7 +170,7 @@ def _decode(model, ids, mask, G, T, temperature, top_p, generator, eos, pad, dra
     H, Hkv, hd = w.H, w.Hkv, w.hd
     device, dtype = ids.device, w.embed.dtype
     B, P = ids.shape
-    n, L = B * G, P + T
+    n, L = B * G, P + T - 1  # the last token drawn is never fed back
     scale = hd ** -0.5
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
 
@@ -181,8 +182,11 @@ def _decode(model, ids, mask, G, T, temperature, top_p, generator, eos, pad, dra
     sign[: hd // 2] = -1
     sin_tab = sin_tab * sign
 
-    # one preallocated cache: (layer, key/value, row, kv head, position, head dim)
-    cache = torch.empty(len(w.layers), 2, n, Hkv, L, hd, dtype=dtype, device=device)
+    # preallocated caches, zero-filled so unwritten slots stay finite under the mask:
+    # keys stored transposed, (layer, row, kv head, hd, position), so that each step's
+    # q·kᵀ is a plain batched product over contiguous memory; values (…, position, hd)
+    keys_t = torch.zeros(len(w.layers), n, Hkv, hd, L, dtype=dtype, device=device)
+    values = torch.zeros(len(w.layers), n, Hkv, L, hd, dtype=dtype, device=device)
 
     # 1. prefill: the B prompts once. A padded query may attend to itself only, so it
     #    stays finite; no real token ever attends to a padded key.
@@ -202,22 +206,25 @@ def _decode(model, ids, mask, G, T, temperature, top_p, generator, eos, pad, dra
         q = qk[:, :, :H].transpose(1, 2).reshape(B * Hkv, (H // Hkv) * P, hd)
         k, v = qk[:, :, H:].transpose(1, 2), qkv[:, :, H + Hkv:].transpose(1, 2)
         # 2. the G samples of a prompt share its keys/values: broadcast into their rows
-        kv_rows = cache[li].view(2, B, G, Hkv, L, hd)
-        kv_rows[0, :, :, :, :P] = k[:, None]
-        kv_rows[1, :, :, :, :P] = v[:, None]
-        a = _attend(q, k.reshape(B * Hkv, P, hd), v.reshape(B * Hkv, P, hd), prefill_mask,
-                    scale)
+        keys_t[li].view(B, G, Hkv, hd, L)[..., :P] = k.transpose(-1, -2)[:, None]
+        values[li].view(B, G, Hkv, L, hd)[:, :, :, :P] = v[:, None]
+        a = _attend(q, k.reshape(B * Hkv, P, hd).transpose(1, 2), v.reshape(B * Hkv, P, hd),
+                    prefill_mask, scale)
         x = torch.addmm(x, a.view(B, H, P, hd).transpose(1, 2).reshape(B * P, H * hd), o_w)
         x = _mlp(x, n2, gu_w, down_w)
     last = x.view(B, P, -1)[:, -1]
     logits = model.lm_head(_rms_norm(last, w.norm)).repeat_interleave(G, dim=0)
 
-    # decode-time tables, hoisted out of the loop: additive key mask over all L slots
-    # (only padded prompt slots are -inf) and each row's rotary cos/sin per step
+    # decode-time tables, hoisted out of the loop: for each step an additive key mask over
+    # all L slots (-inf on padded prompt slots and on slots not written yet), and each
+    # row's rotary cos/sin
+    slot = torch.arange(L, device=device)
+    written = slot[None, :] <= P + torch.arange(max(T - 1, 0), device=device)[:, None]
     key_ok = torch.cat([valid.repeat_interleave(G, 0),
-                        torch.ones(n, T, dtype=torch.bool, device=device)], dim=1)
-    key_mask = torch.zeros(n, Hkv, 1, L, dtype=dtype, device=device).masked_fill(
-        ~key_ok[:, None, None, :], float("-inf")).view(n * Hkv, 1, L)
+                        torch.ones(n, L - P, dtype=torch.bool, device=device)], dim=1)
+    allowed = written[:, None, None, None, :] & key_ok[None, :, None, None, :]
+    step_masks = torch.zeros(allowed.shape[0], n, Hkv, 1, L, dtype=dtype, device=device)
+    step_masks = step_masks.masked_fill(~allowed, float("-inf")).view(-1, n * Hkv, 1, L)
     step_pos = positions[:, -1:].repeat_interleave(G, 0) + 1 + torch.arange(T, device=device)
     cos_steps, sin_steps = cos_tab[step_pos][:, :, None], sin_tab[step_pos][:, :, None]
 
@@ -234,17 +241,15 @@ def _decode(model, ids, mask, G, T, temperature, top_p, generator, eos, pad, dra
         if t == T - 1 or bool(done.all()):
             break
         cur = P + t
-        cos, sin, attn_mask = cos_steps[:, t], sin_steps[:, t], key_mask[:, :, :cur + 1]
+        cos, sin, attn_mask = cos_steps[:, t], sin_steps[:, t], step_masks[t]
         x = F.embedding(tok, w.embed)
         for li, (n1, qkv_w, o_w, n2, gu_w, down_w) in enumerate(w.layers):
             qkv = (_rms_norm(x, n1) @ qkv_w).view(n, H + 2 * Hkv, hd)
             qk = _rotate(qkv[:, :H + Hkv], cos, sin)
-            kv = cache[li]
-            kv[0, :, :, cur] = qk[:, H:]
-            kv[1, :, :, cur] = qkv[:, H + Hkv:]
+            keys_t[li, :, :, :, cur] = qk[:, H:]
+            values[li, :, :, cur] = qkv[:, H + Hkv:]
             a = _attend(qk[:, :H].reshape(n * Hkv, H // Hkv, hd),
-                        kv[0, :, :, :cur + 1].reshape(n * Hkv, cur + 1, hd),
-                        kv[1, :, :, :cur + 1].reshape(n * Hkv, cur + 1, hd),
+                        keys_t[li].view(n * Hkv, hd, L), values[li].view(n * Hkv, L, hd),
                         attn_mask, scale)
             x = torch.addmm(x, a.view(n, H * hd), o_w)
             x = _mlp(x, n2, gu_w, down_w)
