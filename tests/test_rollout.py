@@ -215,3 +215,29 @@ def test_models_the_fast_path_cannot_reproduce_fall_back(tiny):
     finally:
         handle.remove()
     assert decode.supports(model)
+
+
+def test_shared_prefix_forward_matches_the_full_forward_in_values_and_gradients():
+    """per_token_logprobs computes each group's prompt once (grpolab.grpo.decode.
+    completion_logits). Its log-probabilities, entropies and weight gradients must equal a
+    plain model.forward over prompt + completion, also for a merged batch whose groups have
+    different sizes."""
+    from grpolab.grpo.rollout import merge_rollouts
+
+    model, tok = build_tiny_model(seed=1)
+    model.train()
+    a = sample(model, tok, PROMPTS, 4, max_new_tokens=6, generator=torch.Generator().manual_seed(0))
+    b = sample(model, tok, ["1+1=", "99+9="], 3, max_new_tokens=5,
+               generator=torch.Generator().manual_seed(1))
+    for r in (a, merge_rollouts([(a, list(range(12))), (b, [0, 1, 2, 3, 5])], tok.pad_token_id)):
+        args = (r.prompt_ids, r.prompt_mask, r.completion_ids, r.completion_mask, 0.7)
+        m = r.completion_mask.bool()
+        out = {}
+        for fast in (True, False):
+            logp, ent = per_token_logprobs(model, *args, fast=fast)
+            loss = (logp[m]).sum() + 0.1 * ent[m].sum()
+            out[fast] = (logp, ent, torch.autograd.grad(loss, list(model.parameters())))
+        torch.testing.assert_close(out[True][0][m], out[False][0][m], atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(out[True][1][m], out[False][1][m], atol=1e-5, rtol=1e-4)
+        for g_fast, g_ref in zip(out[True][2], out[False][2], strict=True):
+            torch.testing.assert_close(g_fast, g_ref, atol=1e-5, rtol=1e-3)

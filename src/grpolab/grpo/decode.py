@@ -256,3 +256,90 @@ def _decode(model, ids, mask, G, T, temperature, top_p, generator, eos, pad, dra
         logits = model.lm_head(_rms_norm(x, w.norm))
     return (torch.stack(tokens, dim=1), torch.stack(keep, dim=1).long(),
             torch.stack(logprobs, dim=1))
+
+
+def completion_logits(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
+                      completion_ids: torch.Tensor, completion_mask: torch.Tensor):
+    """Logits at every completion position, each shared prompt run through the model once.
+
+    The same numbers as ``model(cat(prompt, completion)).logits[:, P-1:P+T-1]`` with the
+    attention mask and position ids of :func:`grpolab.grpo.loss.per_token_logprobs`, and
+    differentiable in the model's weights. A GRPO batch repeats each prompt G times
+    (prompt-major rows), and a plain forward pass recomputes those P prompt tokens in every
+    row; here consecutive rows with an identical prompt share one prompt pass, whose
+    keys/values the completion tokens then attend to (gradients flow back through the
+    sharing). Rows need not come in equal groups (merged rollouts mix group sizes).
+
+    Returns (N, T, vocab) logits, not temperature-scaled.
+    """
+    w = _Weights(model)  # fresh, inside the autograd graph (cheap: a few concatenations)
+    H, Hkv, hd = w.H, w.Hkv, w.hd
+    g = H // Hkv
+    scale = hd ** -0.5
+    device, dtype = prompt_ids.device, w.embed.dtype
+    N, P = prompt_ids.shape
+    T = completion_ids.shape[1]
+    Tc = T - 1  # completion tokens that are inputs (the last is only predicted)
+
+    # consecutive rows with the same (left-padded) prompt share one prefix row
+    new = torch.ones(N, dtype=torch.bool, device=device)
+    if N > 1:
+        new[1:] = ((prompt_ids[1:] != prompt_ids[:-1]) | (prompt_mask[1:] != prompt_mask[:-1])
+                   ).any(-1)
+    first = new.nonzero().squeeze(1)
+    owner = new.cumsum(0) - 1  # row → its prefix row
+    U = first.numel()
+    ids_u, valid_u = prompt_ids[first], prompt_mask[first].bool()
+
+    full_mask = torch.cat([prompt_mask, completion_mask], dim=1)
+    positions = (full_mask.cumsum(-1) - 1).clamp(min=0)
+    pos_p, pos_c = positions[first, :P], positions[:, P:P + Tc]
+    table_pos = torch.arange(int(positions.max()) + 1, device=device)[None]
+    cos_tab, sin_tab = w.rotary(w.embed[:1][None], table_pos)
+    sign = torch.ones(hd, dtype=dtype, device=device)
+    sign[: hd // 2] = -1
+    cos_tab, sin_tab = cos_tab[0], sin_tab[0] * sign
+    flat_pos = torch.cat([pos_p.reshape(-1), pos_c.reshape(-1)])
+    cos, sin = cos_tab[flat_pos][:, None], sin_tab[flat_pos][:, None]
+
+    # additive masks. Prefix: causal over the prompt (a padded query sees only itself, so
+    # it stays finite). Completions: every real prompt key of its row, then the completion
+    # keys up to itself that are not padding (exactly the full-sequence attention mask).
+    neg = float("-inf")
+    eye = torch.eye(P, dtype=torch.bool, device=device)
+    causal_p = torch.ones(P, P, dtype=torch.bool, device=device).tril()
+    ok_p = (causal_p & (valid_u[:, None, :] | eye))[:, None, None]  # (U, 1, 1, P, P)
+    mask_p = torch.zeros(U, Hkv, g, P, P, dtype=dtype, device=device).masked_fill(
+        ~ok_p, neg).view(U * Hkv, g * P, P)
+    causal_c = torch.ones(Tc, Tc, dtype=torch.bool, device=device).tril()
+    ok_c = torch.cat([valid_u[owner][:, None, :].expand(N, Tc, P),
+                      causal_c[None] & completion_mask[:, None, :Tc].bool()], dim=2)
+    mask_c = torch.zeros(N, Hkv, g, Tc, P + Tc, dtype=dtype, device=device).masked_fill(
+        ~ok_c[:, None, None], neg).view(N * Hkv, g * Tc, P + Tc)
+
+    # one residual stream: U·P prefix tokens, then N·Tc completion tokens
+    x = F.embedding(torch.cat([ids_u.reshape(-1), completion_ids[:, :Tc].reshape(-1)]), w.embed)
+    Mp = U * P
+    for n1, qkv_w, o_w, n2, gu_w, down_w in w.layers:
+        qkv = (_rms_norm(x, n1) @ qkv_w).view(-1, H + 2 * Hkv, hd)
+        qk = _rotate(qkv[:, :H + Hkv], cos, sin)
+        q_p = qk[:Mp, :H].view(U, P, H, hd).transpose(1, 2).reshape(U * Hkv, g * P, hd)
+        k_p = qk[:Mp, H:].view(U, P, Hkv, hd).transpose(1, 2)
+        v_p = qkv[:Mp, H + Hkv:].view(U, P, Hkv, hd).transpose(1, 2)
+        a_p = _attend(q_p, k_p.reshape(U * Hkv, P, hd).transpose(1, 2),
+                      v_p.reshape(U * Hkv, P, hd), mask_p, scale)
+        a_p = a_p.view(U, H, P, hd).transpose(1, 2).reshape(Mp, H * hd)
+        if Tc > 0:
+            q_c = qk[Mp:, :H].view(N, Tc, H, hd).transpose(1, 2).reshape(N * Hkv, g * Tc, hd)
+            k_c = qk[Mp:, H:].view(N, Tc, Hkv, hd).transpose(1, 2)
+            v_c = qkv[Mp:, H + Hkv:].view(N, Tc, Hkv, hd).transpose(1, 2)
+            k_all = torch.cat([k_p[owner], k_c], dim=2).reshape(N * Hkv, P + Tc, hd)
+            v_all = torch.cat([v_p[owner], v_c], dim=2).reshape(N * Hkv, P + Tc, hd)
+            a_c = _attend(q_c, k_all.transpose(1, 2), v_all, mask_c, scale)
+            a_c = a_c.view(N, H, Tc, hd).transpose(1, 2).reshape(N * Tc, H * hd)
+            a_p = torch.cat([a_p, a_c])
+        x = torch.addmm(x, a_p, o_w)
+        x = _mlp(x, n2, gu_w, down_w)
+    last = x[:Mp].view(U, P, -1)[:, -1][owner]  # predicts completion token 0
+    hidden = torch.cat([last[:, None], x[Mp:].view(N, Tc, -1)], dim=1)
+    return model.lm_head(_rms_norm(hidden, w.norm))

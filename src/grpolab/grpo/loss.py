@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 
 from grpolab.advantages import group_advantages
+from grpolab.grpo import decode
 
 __all__ = ["LOSS_TYPES", "per_token_logprobs", "grpo_loss", "compute_advantages", "grpo_update"]
 
@@ -31,18 +32,29 @@ from grpolab.grpo.config import LOSS_TYPES  # noqa: E402  (one list, shared with
 
 
 def per_token_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask,
-                       temperature: float = 1.0):
+                       temperature: float = 1.0, *, fast: bool | None = None):
     """Log π_θ(o_t | prompt, o_<t) for every completion token, and the policy's entropy there.
 
     One forward pass over prompt + completion; logits are divided by ``temperature``, as
     in sampling (TRL does the same). Returns ``(logprobs, entropy)``, both (N, T).
+
+    For Llama models (``fast=None`` → :func:`grpolab.grpo.decode.supports`) the pass is
+    :func:`grpolab.grpo.decode.completion_logits`: the same numbers, but a prompt shared by
+    consecutive rows (a GRPO group) is computed once instead of G times, and only the
+    completion positions reach the head. ``fast=False`` forces ``model.forward``.
     """
-    ids = torch.cat([prompt_ids, completion_ids], dim=1)
-    mask = torch.cat([prompt_mask, completion_mask], dim=1)
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
     T = completion_ids.shape[1]
-    logits = model(input_ids=ids, attention_mask=mask, position_ids=positions,
-                   use_cache=False).logits[:, -T - 1:-1, :].float()
+    if fast is None:
+        fast = decode.supports(model)
+    if fast:
+        logits = decode.completion_logits(model, prompt_ids, prompt_mask, completion_ids,
+                                          completion_mask).float()
+    else:
+        ids = torch.cat([prompt_ids, completion_ids], dim=1)
+        mask = torch.cat([prompt_mask, completion_mask], dim=1)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=positions,
+                       use_cache=False, logits_to_keep=T + 1).logits[:, -T - 1:-1, :].float()
     if temperature > 0:
         logits = logits / temperature
     logp_all = torch.log_softmax(logits, dim=-1)
