@@ -39,14 +39,17 @@ __all__ = ["supports", "sample_llama"]
 def supports(model) -> bool:
     """True for a plain ``LlamaForCausalLM`` whose every block this module reproduces exactly.
 
-    Checked: the architecture (``model_type == "llama"``, SiLU, no attention/MLP bias, no
-    tensor-parallel split, no attention dropout), plain ``nn.Linear`` projections (a LoRA
-    or quantized wrapper falls back), and no forward hooks anywhere but on ``lm_head``
-    (which this path calls as a module, so its hooks still run).
+    Checked: the class (exactly ``LlamaForCausalLM``), the configuration (SiLU, no
+    attention/MLP bias, no tensor-parallel split, no attention dropout), plain
+    ``nn.Linear`` projections (a LoRA or quantized wrapper falls back), and no forward
+    hooks anywhere but on ``lm_head`` (which this path calls as a module, so its hooks
+    still run).
     """
-    cfg = getattr(model, "config", None)
-    if getattr(cfg, "model_type", None) != "llama" or not hasattr(model, "model"):
+    from transformers import LlamaForCausalLM  # already imported by any caller with a model
+
+    if type(model) is not LlamaForCausalLM:  # a PEFT or other wrapper keeps the generic path
         return False
+    cfg = model.config
     if (getattr(cfg, "hidden_act", None) != "silu" or getattr(cfg, "attention_bias", True)
             or getattr(cfg, "mlp_bias", True) or getattr(cfg, "pretraining_tp", 1) != 1
             or getattr(cfg, "attention_dropout", 0.0) != 0.0):

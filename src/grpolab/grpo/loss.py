@@ -167,12 +167,18 @@ def compute_advantages(rewards, num_generations: int, scale_rewards: str = "grou
 def grpo_update(model, optimizer, rollout, advantages, *, ref_model=None,
                 num_iterations: int = 1, epsilon: float = 0.2, epsilon_high: float | None = None,
                 beta: float = 0.0, loss_type: str = "dapo", temperature: float = 1.0,
-                max_grad_norm: float | None = 1.0, max_completion_length: int | None = None):
+                max_grad_norm: float | None = 1.0, max_completion_length: int | None = None,
+                fast: bool | None = None):
     """Take ``num_iterations`` optimizer steps on one rollout batch (TRL's μ).
 
     With ``num_iterations == 1`` the policy is still π_old, so ρ ≡ 1 and the clip never
     binds (TRL uses the detached log-probs as π_old). With more iterations, π_old is the
     sampler's log-probability from :func:`grpolab.grpo.rollout.sample` and the clip starts to act.
+
+    No reference pass runs when β = 0, and no separate π_old pass at all: with one iteration
+    π_old is the detached current log-probability, with more it is the sampler's
+    ``old_logprobs``. ``fast`` is passed to :func:`per_token_logprobs` (``None``: the
+    shared-prompt pass for Llama models).
 
     Returns a dict of floats averaged over iterations: ``loss``, ``grad_norm`` (before
     clipping), ``kl``, ``entropy`` (mean per-token entropy of π_θ), ``clip_ratio*``.
@@ -188,11 +194,12 @@ def grpo_update(model, optimizer, rollout, advantages, *, ref_model=None,
             raise ValueError("ref_model is required when beta != 0")
         with torch.no_grad():
             ref_logprobs, _ = per_token_logprobs(ref_model, p_ids, p_mask, c_ids, c_mask,
-                                                 temperature)
+                                                 temperature, fast=fast)
     totals: dict[str, float] = {}
     model.train()
     for _ in range(num_iterations):
-        logprobs, entropy = per_token_logprobs(model, p_ids, p_mask, c_ids, c_mask, temperature)
+        logprobs, entropy = per_token_logprobs(model, p_ids, p_mask, c_ids, c_mask, temperature,
+                                               fast=fast)
         old = logprobs.detach() if num_iterations == 1 else rollout.old_logprobs.to(device)
         loss, metrics = grpo_loss(logprobs, old, ref_logprobs, adv, c_mask, epsilon=epsilon,
                                   epsilon_high=epsilon_high, beta=beta, loss_type=loss_type,
