@@ -215,6 +215,15 @@ def test_models_the_fast_path_cannot_reproduce_fall_back(tiny):
     finally:
         handle.remove()
     assert decode.supports(model)
+    # a projection replaced in place (as PEFT's LoRA injection does) is noticed too
+    attn = model.model.layers[1].self_attn
+    original = attn.v_proj
+    attn.v_proj = torch.nn.Sequential(original)
+    try:
+        assert not decode.supports(model)
+    finally:
+        attn.v_proj = original
+    assert decode.supports(model)
 
 
 def test_shared_prefix_forward_matches_the_full_forward_in_values_and_gradients():

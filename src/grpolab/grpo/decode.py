@@ -43,27 +43,58 @@ def supports(model) -> bool:
     attention/MLP bias, no tensor-parallel split, no attention dropout), plain
     ``nn.Linear`` projections (a LoRA or quantized wrapper falls back), and no forward
     hooks anywhere but on ``lm_head`` (which this path calls as a module, so its hooks
-    still run).
+    still run), global module hooks included. The structural verdict is cached per model
+    (walking the module tree on every call showed up in the step's profile); the hooks are
+    checked on every call.
     """
+    key = _projections(model)
+    cached = _STRUCTURE.get(model)
+    if cached is None or cached[0] != key:  # new model, or a layer was swapped (e.g. LoRA)
+        cached = (key, *_structure(model))
+        _STRUCTURE[model] = cached
+    _, ok, modules = cached
+    if not ok:
+        return False
+    from torch.nn.modules import module as nn_module
+
+    if nn_module._global_forward_hooks or nn_module._global_forward_pre_hooks:
+        return False
+    return not any(m._forward_hooks or m._forward_pre_hooks for m in modules)
+
+
+def _projections(model) -> tuple:
+    """Identities of every projection module: changes when a layer is replaced in place."""
+    layers = getattr(getattr(model, "model", None), "layers", None)
+    if layers is None:
+        return (type(model),)
+    return (type(model), *(id(m) for layer in layers
+                           for part in (layer.self_attn, layer.mlp)
+                           for m in part.children()))
+
+
+def _structure(model) -> tuple[bool, list]:
+    """(architecture supported, the modules whose hooks would be skipped)."""
     from transformers import LlamaForCausalLM  # already imported by any caller with a model
 
     if type(model) is not LlamaForCausalLM:  # a PEFT or other wrapper keeps the generic path
-        return False
+        return False, []
     cfg = model.config
     if (getattr(cfg, "hidden_act", None) != "silu" or getattr(cfg, "attention_bias", True)
             or getattr(cfg, "mlp_bias", True) or getattr(cfg, "pretraining_tp", 1) != 1
             or getattr(cfg, "attention_dropout", 0.0) != 0.0):
-        return False
+        return False, []
     for layer in model.model.layers:
         att, mlp = layer.self_attn, layer.mlp
         for lin in (att.q_proj, att.k_proj, att.v_proj, att.o_proj,
                     mlp.gate_proj, mlp.up_proj, mlp.down_proj):
             if type(lin) is not torch.nn.Linear:
-                return False
-    for name, module in model.named_modules():
-        if name != "lm_head" and (module._forward_hooks or module._forward_pre_hooks):
-            return False
-    return True
+                return False, []
+    return True, [m for name, m in model.named_modules() if name != "lm_head"]
+
+
+#: model → (projection identities, supported, modules to watch for hooks); weak, so it
+#: never keeps a model alive
+_STRUCTURE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _rms_norm(x: torch.Tensor, norm) -> torch.Tensor:
