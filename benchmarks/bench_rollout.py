@@ -8,10 +8,11 @@ Sides, interleaved in one process on the same model object, prompts and settings
   (the prompt is encoded G times: isolates what prefix sharing buys);
 - ``generate``: ``model.generate(do_sample=True, num_return_sequences=G)``, what a
   transformers user would write;
-- ``prototype`` (tiny model only): ``benchmarks/proto_fast_decode.py``, a hand-written
-  GPT-2 decoding loop proposed for ``grpolab.grpo.rollout``; reported, no target.
+- ``generic``: the same sampler on its architecture-agnostic path (``fast=False``: one
+  ``model.forward`` per token with a ``DynamicCache``), to show what the hand-written
+  Llama decode loop (``grpolab.grpo.decode``, the default for these models) buys.
 
-On SmolLM2 the unshared side is skipped at G = 64 (it costs as much as ``generate``).
+On SmolLM2 the unshared and generic sides are skipped at G = 64 (to keep the run short).
 
 Fairness: same temperature (1.0) and top-p (1.0; ``top_k=0`` so transformers' default
 top-k of 50 is off), same ``max_new_tokens``, and fixed-length generation on every side:
@@ -107,21 +108,14 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int,
     """Rows for ``cases`` of (B prompts, G, max_new_tokens T, whether the target applies)."""
     import torch
 
+    from grpolab.grpo.decode import supports
     from grpolab.grpo.rollout import encode_prompts, sample
 
     model, tok, all_prompts = load(name, device)
     on_cpu = device == "cpu"
     sync = (lambda: None) if on_cpu else torch.cuda.synchronize
-    try:
-        import proto_fast_decode as proto
-    except ImportError:
-        proto = None
-    if not on_cpu:  # a CPU proposal; its self-check draws from a CPU generator
-        proto = None
-    if proto is not None and proto.supports(model):
-        err = proto.check_against_hf(model, tok, all_prompts[:4])
-        if err > 1e-4:
-            raise SystemExit(f"error: the prototype decoder disagrees with transformers ({err:g})")
+    if not supports(model):
+        raise SystemExit(f"error: {name} does not take grpolab's fast decode path")
     vocab = model.get_output_embeddings().weight.shape[0]
     no_eos = vocab + 7  # never sampled
     ftok = FixedLengthTokenizer(tok, no_eos)
@@ -158,12 +152,12 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int,
         sides = {"shared": shared, "generate": generate}
         if with_unshared(name, G):
             sides["unshared"] = unshared
-        if proto is not None and proto.supports(model):
-            def prototype(G=G, T=T, n=n, prompts=prompts):
-                r = proto.fast_sample(model, ftok, prompts, G, max_new_tokens=T, temperature=1.0,
-                                      top_p=1.0, generator=gen)
-                assert r.tokens_generated == n * T, "prototype stopped early"
-            sides["prototype"] = prototype
+        if with_unshared(name, G):
+            def generic(G=G, T=T, n=n, prompts=prompts):
+                r = sample(model, ftok, prompts, G, max_new_tokens=T, temperature=1.0,
+                           top_p=1.0, generator=gen, fast=False)
+                assert r.tokens_generated == n * T, "grpolab (generic) stopped early"
+            sides["generic"] = generic
         t = interleaved(sides, reps=reps)
         rate = {k: n / v.wall_median for k, v in t.items()}
         cpu_rate = {k: n / v.cpu_median for k, v in t.items()}
@@ -173,7 +167,7 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int,
         gate = cpu_rate if on_cpu else rate  # CUDA: CPU time does not measure GPU work
         rows.append(Row(
             case=f"{name} vs generate {settings}",
-            ours_label="grpolab.grpo.rollout.sample (prefix-shared KV cache)",
+            ours_label="grpolab.grpo.rollout.sample (Llama decode loop, prompt encoded once)",
             baseline_label="model.generate(do_sample=True, num_return_sequences=G)",
             ours=rate["shared"], baseline=rate["generate"], unit="completions/s",
             ratio=rate["shared"] / rate["generate"],
@@ -196,17 +190,16 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int,
                 extra={"ours_cpu": cpu_rate["shared"], "baseline_cpu": cpu_rate["unshared"],
                        "ours_tokens_per_s": tok_rate["shared"],
                        "baseline_tokens_per_s": tok_rate["unshared"]}))
-        if "prototype" in t:
+        if "generic" in t:
             rows.append(Row(
-                case=f"{name} prototype decoder vs generate {settings}",
-                ours_label="benchmarks/proto_fast_decode.py (hand-written GPT-2 decode; "
-                           "a proposal, not in the package)",
-                baseline_label="model.generate(do_sample=True, num_return_sequences=G)",
-                ours=rate["prototype"], baseline=rate["generate"], unit="completions/s",
-                ratio=rate["prototype"] / rate["generate"], reps=reps,
-                extra={"ours_cpu": cpu_rate["prototype"], "baseline_cpu": cpu_rate["generate"],
-                       "ours_tokens_per_s": tok_rate["prototype"],
-                       "baseline_tokens_per_s": tok_rate["generate"]}))
+                case=f"{name} fast vs generic decode {settings}",
+                ours_label="grpolab.grpo.rollout.sample (grpolab.grpo.decode loop)",
+                baseline_label="grpolab.grpo.rollout.sample(fast=False): model.forward per token",
+                ours=rate["shared"], baseline=rate["generic"], unit="completions/s",
+                ratio=rate["shared"] / rate["generic"], reps=reps,
+                extra={"ours_cpu": cpu_rate["shared"], "baseline_cpu": cpu_rate["generic"],
+                       "ours_tokens_per_s": tok_rate["shared"],
+                       "baseline_tokens_per_s": tok_rate["generic"]}))
         for row in rows[-len(t) + 1:]:
             print_row(BENCH, row)
     return rows

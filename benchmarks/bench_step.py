@@ -49,6 +49,7 @@ import warnings
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import Row, Timings, finish, parser, print_row, set_threads, status  # noqa: E402
 from bench_rollout import FixedLengthTokenizer, device_settings  # noqa: E402
+from matmul_limit import distance_to_limit  # noqa: E402
 
 BENCH = "step"
 TARGET = 2.0  # TRL time / grpolab time; "grpolab ≤ 0.5× TRL's time"
@@ -133,7 +134,7 @@ def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float,
     ftok = FixedLengthTokenizer(tok, no_eos)
 
     # ---- grpolab: the loop body of grpolab.grpo.loop.run (rollout → reward → advantages → update)
-    def make_step(policy, sampler):
+    def make_step(policy, sampler, fast=None):
         optimizer = torch.optim.AdamW(policy.parameters(), lr=lr, weight_decay=0.0)
         gen = torch.Generator(device=device).manual_seed(0)
         cursor = [0]
@@ -147,17 +148,15 @@ def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float,
             adv = compute_advantages(rewards, G, "group")
             grpo_update(policy, optimizer, rollout, adv, num_iterations=1, epsilon=0.2,
                         beta=0.0, loss_type="dapo", temperature=1.0, max_grad_norm=1.0,
-                        max_completion_length=T)
+                        max_completion_length=T, fast=fast)
             return rollout.tokens_generated
         return step
 
-    ours = {"grpolab": make_step(ours_model, sample)}
-    try:
-        import proto_fast_decode as proto
-    except ImportError:
-        proto = None
-    if on_cpu and proto is not None and proto.supports(model):
-        ours["prototype"] = make_step(copy.deepcopy(model), proto.fast_sample)
+    def generic(*args, **kwargs):  # the generic decode loop and a plain model.forward update
+        return sample(*args, fast=False, **kwargs)
+
+    ours = {"grpolab": make_step(ours_model, sample),
+            "generic": make_step(copy.deepcopy(model), generic, fast=False)}
 
     # ---- TRL
     def trl_reward(prompts, completions, answer, **kwargs):
@@ -212,9 +211,10 @@ def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float,
         o = times[k].wall_median
         rows.append(Row(
             case=f"tiny B={B} G={G} max_completion_length={T}" + (
-                " (prototype decoder)" if k == "prototype" else ""),
+                " (generic paths)" if k == "generic" else ""),
             ours_label="grpolab step (rollout.sample + grpo.grpo_update)" if k == "grpolab" else
-            "grpolab step with benchmarks/proto_fast_decode.py as the sampler (a proposal)",
+            "grpolab step on its generic paths: model.forward per token, full-sequence update "
+            "(sample(fast=False), per_token_logprobs(fast=False))",
             baseline_label="trl.GRPOTrainer step (generate + loss + backward + AdamW)",
             ours=o, baseline=b, ratio=b / o,
             target=f"{'CPU' if on_cpu else 'wall'}-time ratio >= {TARGET}" if k == "grpolab"
@@ -222,7 +222,20 @@ def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float,
             extra={"ours_cpu": times[k].cpu_median, "baseline_cpu": times["trl"].cpu_median,
                    "ours_tokens_per_step": sum(tokens[k]) / len(tokens[k]),
                    "trl_settings": settings}))
+    # the distance to the limit: the step's matmul FLOP/s vs torch.matmul at its shapes
+    lim = distance_to_limit(ours["grpolab"], times["grpolab"].cpu_median)
+    gf = 1e-9
+    rows.append(Row(
+        case=f"tiny B={B} G={G} max_completion_length={T} step FLOP/s vs matmul at its shapes",
+        ours_label="grpolab step: matrix-product FLOPs / step CPU time",
+        baseline_label="single-thread torch.matmul at the step's own shapes "
+                       "(benchmarks/matmul_limit.py)",
+        ours=lim["achieved_flops_per_s"] * gf, baseline=lim["matmul_flops_per_s"] * gf,
+        unit="GFLOP/s", ratio=lim["fraction"], reps=n - warmup,
+        extra={"ours_cpu": lim["achieved_flops_per_s"] * gf,
+               "baseline_cpu": lim["matmul_flops_per_s"] * gf, **lim}))
     return rows
+
 
 
 def main(argv=None) -> int:

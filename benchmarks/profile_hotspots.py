@@ -2,8 +2,9 @@
 
     python benchmarks/profile_hotspots.py sample      # grpolab.grpo.rollout.sample, lab shape
     python benchmarks/profile_hotspots.py generate    # model.generate, same shape
-    python benchmarks/profile_hotspots.py prototype   # benchmarks/proto_fast_decode.py
+    python benchmarks/profile_hotspots.py generic     # sample(fast=False): model.forward per token
     python benchmarks/profile_hotspots.py step        # one grpolab GRPO step
+    python benchmarks/profile_hotspots.py step-generic  # the step on both generic paths
     python benchmarks/profile_hotspots.py mc          # grpolab.simulate.zero_gradient_mc
     python benchmarks/profile_hotspots.py smollm2     # sample on SmolLM2-135M, G=4, 16 tokens
 
@@ -70,11 +71,9 @@ def main() -> int:
     if what == "sample":
         def f():
             sample(model, ftok, prompts, G, max_new_tokens=T, generator=gen)
-    elif what == "prototype":
-        import proto_fast_decode as proto
-
+    elif what == "generic":
         def f():
-            proto.fast_sample(model, ftok, prompts, G, max_new_tokens=T, generator=gen)
+            sample(model, ftok, prompts, G, max_new_tokens=T, generator=gen, fast=False)
     elif what == "generate":
         ids, mask = encode_prompts(tok, prompts, "cpu")
 
@@ -83,15 +82,16 @@ def main() -> int:
                 model.generate(input_ids=ids, attention_mask=mask, do_sample=True,
                                num_return_sequences=G, max_new_tokens=T, top_k=0, top_p=1.0,
                                eos_token_id=ftok.eos_token_id, pad_token_id=tok.pad_token_id)
-    elif what == "step":
+    elif what in ("step", "step-generic"):
         from grpolab.grpo.loss import compute_advantages, grpo_update
 
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5, weight_decay=0.0)
+        fast = None if what == "step" else False
 
         def f():
-            r = sample(model, ftok, prompts, G, max_new_tokens=T, generator=gen)
+            r = sample(model, ftok, prompts, G, max_new_tokens=T, generator=gen, fast=fast)
             adv = compute_advantages([float(i % 3 == 0) for i in range(B * G)], G, "group")
-            grpo_update(model, opt, r, adv, max_completion_length=T)
+            grpo_update(model, opt, r, adv, max_completion_length=T, fast=fast)
     elif what == "smollm2":
         from bench_rollout import load
 

@@ -86,8 +86,12 @@ def test_rollout_quick(tmp_path):
 def test_step_quick(tmp_path):
     pytest.importorskip("trl")
     lines, data = run_script("step", tmp_path=tmp_path)
-    assert 1 <= len(lines) <= 2 and all("B=2 G=4" in d["case"] for d in lines)
+    assert len(lines) == 3 and all("B=2 G=4" in d["case"] for d in lines)
     assert data["rows"][0]["reps"] >= 1
+    # the distance to the limit: matmul FLOPs of the step, achieved vs torch.matmul
+    limit = data["rows"][2]
+    assert "FLOP/s" in limit["case"] and limit["unit"] == "GFLOP/s"
+    assert limit["extra"]["matmul_flops"] > 0 and 0 < limit["ratio"] == limit["extra"]["fraction"]
 
 
 @pytest.mark.slow
@@ -103,7 +107,7 @@ def test_memory_quick(tmp_path):
     pytest.importorskip("psutil")
     pytest.importorskip("grpolab.labs.sweep.run")
     lines, data = run_script("memory", tmp_path=tmp_path, timeout=900)
-    assert lines[0]["unit"] == "MiB peak RSS"
+    assert lines[0]["unit"].startswith("MiB peak RSS")
     assert data["rows"][0]["ours"] > data["rows"][0]["baseline"] * 0.5
 
 

@@ -1,12 +1,16 @@
 """The rollout sampler: sharing the prompt's KV cache across the G samples changes nothing
-about the distributions, only the cost."""
+about the distributions, only the cost. Every equivalence check runs on both decode paths:
+the hand-written Llama loop (``fast=True``, grpolab.grpo.decode, the default for Llama
+models) and the generic ``model.forward`` loop (``fast=False``)."""
 
 import pytest
 import torch
 
+from grpolab.grpo import decode
 from grpolab.grpo.loss import per_token_logprobs
 from grpolab.grpo.rollout import _step, encode_prompts, sample
-from grpolab.models.tiny import build_tiny_model
+from grpolab.models.tiny import build_tiny_model, tiny_config
+from grpolab.models.tokenizer import CharTokenizer
 
 PROMPTS = ["7+8=", "123+456=", "12+9="]  # different lengths: left padding is exercised
 
@@ -52,9 +56,19 @@ def test_shared_prefix_cache_gives_the_unshared_next_token_distributions(tiny):
         torch.testing.assert_close(shared[row], ref, atol=1e-5, rtol=1e-4)
 
 
-def test_old_logprobs_match_a_full_forward_pass(tiny):
+FAST = pytest.mark.parametrize("fast", [True, False], ids=["fast", "generic"])
+
+
+def test_the_tiny_model_takes_the_fast_path(tiny):
+    model, _ = tiny
+    assert decode.supports(model)
+
+
+@FAST
+def test_old_logprobs_match_a_full_forward_pass(tiny, fast):
     model, tok = tiny
-    r = sample(model, tok, PROMPTS, 4, max_new_tokens=5, generator=torch.Generator().manual_seed(0))
+    r = sample(model, tok, PROMPTS, 4, max_new_tokens=5, generator=torch.Generator().manual_seed(0),
+               fast=fast)
     assert r.completion_ids.shape[0] == len(PROMPTS) * 4
     with torch.no_grad():
         logp, _ = per_token_logprobs(model, r.prompt_ids, r.prompt_mask, r.completion_ids,
@@ -64,25 +78,27 @@ def test_old_logprobs_match_a_full_forward_pass(tiny):
     assert torch.all(r.old_logprobs[~m] == 0)
 
 
-def test_eos_stops_and_masks(tiny):
+@FAST
+def test_eos_stops_and_masks(tiny, fast):
     model, tok = tiny
     # force EOS to be the only option after the first token by biasing the head
     with torch.no_grad():
         bias = torch.zeros(len(tok))
         bias[tok.eos_token_id] = 50.0
         model.lm_head.register_forward_hook(lambda m, i, o: o + bias)
-        r = sample(model, tok, PROMPTS, 2, max_new_tokens=6)
+        r = sample(model, tok, PROMPTS, 2, max_new_tokens=6, fast=fast)
     model.lm_head._forward_hooks.clear()
     assert r.completion_ids.shape[1] == 1  # everyone stopped at once
     assert torch.all(r.completion_ids[:, 0] == tok.eos_token_id)
     assert r.tokens_generated == len(PROMPTS) * 2 and r.texts == [""] * 6
 
 
-def test_greedy_matches_generate_and_top_p_tiny_is_greedy(tiny):
+@FAST
+def test_greedy_matches_generate_and_top_p_tiny_is_greedy(tiny, fast):
     model, tok = tiny
-    ours = sample(model, tok, PROMPTS, 1, max_new_tokens=4, temperature=0)
+    ours = sample(model, tok, PROMPTS, 1, max_new_tokens=4, temperature=0, fast=fast)
     nucleus = sample(model, tok, PROMPTS, 1, max_new_tokens=4, top_p=1e-6,
-                     generator=torch.Generator().manual_seed(0))
+                     generator=torch.Generator().manual_seed(0), fast=fast)
     ids, mask = encode_prompts(tok, PROMPTS, "cpu")
     with torch.no_grad():
         ref = model.generate(input_ids=ids, attention_mask=mask, do_sample=False,
@@ -106,7 +122,8 @@ def test_seeded_sampling_is_reproducible_and_checks_arguments(tiny):
             sample(model, tok, PROMPTS, **{"num_generations": 2, **kwargs})
 
 
-def test_seeded_sampling_matches_generate_token_for_token(tiny):
+@FAST
+def test_seeded_sampling_matches_generate_token_for_token(tiny, fast):
     """Same global seed, same draws: ``sample`` (prompt encoded once, cache shared by the G
     rows) and ``generate(num_return_sequences=G)`` (prompt repeated G times) give the same
     tokens on left-padded prompts of different lengths."""
@@ -115,7 +132,7 @@ def test_seeded_sampling_matches_generate_token_for_token(tiny):
     ids, mask = encode_prompts(tok, PROMPTS, "cpu")
     for seed in range(3):
         torch.manual_seed(seed)
-        ours = sample(model, tok, PROMPTS, G, max_new_tokens=6)
+        ours = sample(model, tok, PROMPTS, G, max_new_tokens=6, fast=fast)
         torch.manual_seed(seed)
         with torch.no_grad():
             ref = model.generate(input_ids=ids, attention_mask=mask, do_sample=True, top_k=0,
@@ -125,3 +142,111 @@ def test_seeded_sampling_matches_generate_token_for_token(tiny):
         T = ours.completion_ids.shape[1]
         m = ours.completion_mask.bool()
         assert torch.equal(ours.completion_ids[m], ref[:, :T][m])
+
+
+def test_fast_and_generic_paths_draw_the_same_tokens_with_the_callers_generator(tiny):
+    """Same generator seed, same draws: temperature, top-p and the caller's generator are
+    handled identically, and the log-probabilities agree to float rounding."""
+    model, tok = tiny
+    for kwargs in [dict(temperature=1.0), dict(temperature=0.7, top_p=0.9),
+                   dict(temperature=0)]:
+        a, b = (sample(model, tok, PROMPTS, 5, max_new_tokens=7, fast=fast,
+                       generator=torch.Generator().manual_seed(11), **kwargs)
+                for fast in (True, False))
+        assert torch.equal(a.completion_ids, b.completion_ids) and a.texts == b.texts
+        assert torch.equal(a.completion_mask, b.completion_mask)
+        assert torch.equal(a.prompt_ids, b.prompt_ids) and torch.equal(a.prompt_mask,
+                                                                       b.prompt_mask)
+        torch.testing.assert_close(a.old_logprobs, b.old_logprobs, atol=1e-5, rtol=1e-4)
+
+
+def test_fast_path_handles_grouped_query_attention():
+    """SmolLM2 shares each key/value head among 3 query heads; a tiny model with 2 kv heads
+    for 4 query heads exercises that layout."""
+    tok = CharTokenizer()
+    cfg = tiny_config(len(tok), bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                      pad_token_id=tok.pad_token_id)
+    cfg.num_key_value_heads = 2
+    torch.manual_seed(0)
+    from transformers import LlamaForCausalLM
+
+    model = LlamaForCausalLM(cfg).eval()
+    assert decode.supports(model)
+    r = sample(model, tok, PROMPTS, 3, max_new_tokens=6,
+               generator=torch.Generator().manual_seed(2))
+    ref = sample(model, tok, PROMPTS, 3, max_new_tokens=6,
+                 generator=torch.Generator().manual_seed(2), fast=False)
+    assert torch.equal(r.completion_ids, ref.completion_ids)
+    with torch.no_grad():
+        logp, _ = per_token_logprobs(model, r.prompt_ids, r.prompt_mask, r.completion_ids,
+                                     r.completion_mask)
+    m = r.completion_mask.bool()
+    torch.testing.assert_close(r.old_logprobs[m], logp[m], atol=1e-5, rtol=1e-4)
+
+
+def test_fast_path_sees_an_optimizer_step_and_outputs_are_ordinary_tensors():
+    """The fused weights are cached per model, keyed on the parameters' versions: after an
+    in-place update the next rollout must use the new weights. The rollout's tensors feed
+    the (autograd-recording) update, so they must not be inference-mode tensors."""
+    model, tok = build_tiny_model(seed=3)
+    model.eval()
+    first = sample(model, tok, PROMPTS, 2, max_new_tokens=4, temperature=0)
+    assert not first.completion_ids.is_inference() and not first.old_logprobs.is_inference()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.5)
+    fast = sample(model, tok, PROMPTS, 2, max_new_tokens=4, temperature=0.8,
+                  generator=torch.Generator().manual_seed(0))
+    generic = sample(model, tok, PROMPTS, 2, max_new_tokens=4, temperature=0.8,
+                     generator=torch.Generator().manual_seed(0), fast=False)
+    assert torch.equal(fast.completion_ids, generic.completion_ids)
+    torch.testing.assert_close(fast.old_logprobs, generic.old_logprobs, atol=1e-5, rtol=1e-4)
+
+
+def test_models_the_fast_path_cannot_reproduce_fall_back(tiny):
+    """A forward hook inside the model (e.g. an activation probe) would be skipped by the
+    hand-written loop, so such a model takes the generic path."""
+    model, tok = tiny
+    handle = model.model.layers[0].mlp.register_forward_hook(lambda m, i, o: o)
+    try:
+        assert not decode.supports(model)
+        r = sample(model, tok, PROMPTS, 2, max_new_tokens=3, temperature=0)
+        assert r.completion_ids.shape[0] == len(PROMPTS) * 2
+    finally:
+        handle.remove()
+    assert decode.supports(model)
+    # a projection replaced in place (as PEFT's LoRA injection does) is noticed too
+    attn = model.model.layers[1].self_attn
+    original = attn.v_proj
+    attn.v_proj = torch.nn.Sequential(original)
+    try:
+        assert not decode.supports(model)
+    finally:
+        attn.v_proj = original
+    assert decode.supports(model)
+
+
+def test_shared_prefix_forward_matches_the_full_forward_in_values_and_gradients():
+    """per_token_logprobs computes each group's prompt once (grpolab.grpo.decode.
+    completion_logits). Its log-probabilities, entropies and weight gradients must equal a
+    plain model.forward over prompt + completion, also for a merged batch whose groups have
+    different sizes."""
+    from grpolab.grpo.rollout import merge_rollouts
+
+    model, tok = build_tiny_model(seed=1)
+    model.train()
+    a = sample(model, tok, PROMPTS, 4, max_new_tokens=6, generator=torch.Generator().manual_seed(0))
+    b = sample(model, tok, ["1+1=", "99+9="], 3, max_new_tokens=5,
+               generator=torch.Generator().manual_seed(1))
+    for r in (a, merge_rollouts([(a, list(range(12))), (b, [0, 1, 2, 3, 5])], tok.pad_token_id)):
+        args = (r.prompt_ids, r.prompt_mask, r.completion_ids, r.completion_mask, 0.7)
+        m = r.completion_mask.bool()
+        out = {}
+        for fast in (True, False):
+            logp, ent = per_token_logprobs(model, *args, fast=fast)
+            loss = (logp[m]).sum() + 0.1 * ent[m].sum()
+            out[fast] = (logp, ent, torch.autograd.grad(loss, list(model.parameters())))
+        torch.testing.assert_close(out[True][0][m], out[False][0][m], atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(out[True][1][m], out[False][1][m], atol=1e-5, rtol=1e-4)
+        for g_fast, g_ref in zip(out[True][2], out[False][2], strict=True):
+            torch.testing.assert_close(g_fast, g_ref, atol=1e-5, rtol=1e-3)

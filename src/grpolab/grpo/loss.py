@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 
 from grpolab.advantages import group_advantages
+from grpolab.grpo import decode
 
 __all__ = ["LOSS_TYPES", "per_token_logprobs", "grpo_loss", "compute_advantages", "grpo_update"]
 
@@ -31,20 +32,31 @@ from grpolab.grpo.config import LOSS_TYPES  # noqa: E402  (one list, shared with
 
 
 def per_token_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask,
-                       temperature: float = 1.0):
+                       temperature: float = 1.0, *, fast: bool | None = None):
     """Log π_θ(o_t | prompt, o_<t) for every completion token, and the policy's entropy there.
 
     One forward pass over prompt + completion; logits are divided by ``temperature``, as
     in sampling (TRL does the same). Returns ``(logprobs, entropy)``, both (N, T).
+
+    For Llama models (``fast=None`` → :func:`grpolab.grpo.decode.supports`) the pass is
+    :func:`grpolab.grpo.decode.completion_logits`: the same numbers, but a prompt shared by
+    consecutive rows (a GRPO group) is computed once instead of G times, and only the
+    completion positions reach the head. ``fast=False`` forces ``model.forward``.
     """
-    ids = torch.cat([prompt_ids, completion_ids], dim=1)
-    mask = torch.cat([prompt_mask, completion_mask], dim=1)
-    # Positions count real tokens only, as generate() does. With rotary positions (the tiny
-    # model, SmolLM2) attention sees only distances, so TRL's pass without them agrees.
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
     T = completion_ids.shape[1]
-    logits = model(input_ids=ids, attention_mask=mask, position_ids=positions,
-                   use_cache=False).logits[:, -T - 1:-1, :].float()
+    if fast is None:
+        fast = decode.supports(model)
+    if fast:
+        logits = decode.completion_logits(model, prompt_ids, prompt_mask, completion_ids,
+                                          completion_mask).float()
+    else:
+        ids = torch.cat([prompt_ids, completion_ids], dim=1)
+        mask = torch.cat([prompt_mask, completion_mask], dim=1)
+        # Positions count real tokens only, as generate() does. With rotary positions (the
+        # tiny model, SmolLM2) attention sees only distances, so TRL's pass without them agrees.
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=positions,
+                       use_cache=False, logits_to_keep=T + 1).logits[:, -T - 1:-1, :].float()
     if temperature > 0:
         logits = logits / temperature
     logp_all = torch.log_softmax(logits, dim=-1)
@@ -157,12 +169,18 @@ def compute_advantages(rewards, num_generations: int, scale_rewards: str = "grou
 def grpo_update(model, optimizer, rollout, advantages, *, ref_model=None,
                 num_iterations: int = 1, epsilon: float = 0.2, epsilon_high: float | None = None,
                 beta: float = 0.0, loss_type: str = "dapo", temperature: float = 1.0,
-                max_grad_norm: float | None = 1.0, max_completion_length: int | None = None):
+                max_grad_norm: float | None = 1.0, max_completion_length: int | None = None,
+                fast: bool | None = None):
     """Take ``num_iterations`` optimizer steps on one rollout batch (TRL's μ).
 
     With ``num_iterations == 1`` the policy is still π_old, so ρ ≡ 1 and the clip never
     binds (TRL uses the detached log-probs as π_old). With more iterations, π_old is the
     sampler's log-probability from :func:`grpolab.grpo.rollout.sample` and the clip starts to act.
+
+    No reference pass runs when β = 0, and no separate π_old pass at all: with one iteration
+    π_old is the detached current log-probability, with more it is the sampler's
+    ``old_logprobs``. ``fast`` is passed to :func:`per_token_logprobs` (``None``: the
+    shared-prompt pass for Llama models).
 
     Returns a dict of floats averaged over iterations: ``loss``, ``grad_norm`` (before
     clipping), ``kl``, ``entropy`` (mean per-token entropy of π_θ), ``clip_ratio*``.
@@ -178,11 +196,12 @@ def grpo_update(model, optimizer, rollout, advantages, *, ref_model=None,
             raise ValueError("ref_model is required when beta != 0")
         with torch.no_grad():
             ref_logprobs, _ = per_token_logprobs(ref_model, p_ids, p_mask, c_ids, c_mask,
-                                                 temperature)
+                                                 temperature, fast=fast)
     totals: dict[str, float] = {}
     model.train()
     for _ in range(num_iterations):
-        logprobs, entropy = per_token_logprobs(model, p_ids, p_mask, c_ids, c_mask, temperature)
+        logprobs, entropy = per_token_logprobs(model, p_ids, p_mask, c_ids, c_mask, temperature,
+                                               fast=fast)
         old = logprobs.detach() if num_iterations == 1 else rollout.old_logprobs.to(device)
         loss, metrics = grpo_loss(logprobs, old, ref_logprobs, adv, c_mask, epsilon=epsilon,
                                   epsilon_high=epsilon_high, beta=beta, loss_type=loss_type,

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import torch
 
+from grpolab.grpo import decode
+
 __all__ = ["Rollout", "sample", "sample_next_token", "encode_prompts", "merge_rollouts"]
 
 
@@ -94,7 +96,10 @@ def sample_next_token(logits: torch.Tensor, temperature: float, top_p: float,
     if temperature == 0:
         token = logits.argmax(-1)
         return token, torch.zeros(token.shape, dtype=torch.float32, device=logits.device)
-    logp = torch.log_softmax(logits.float() / temperature, dim=-1)
+    logits = logits.float()
+    if temperature != 1.0:  # x / 1 == x exactly: skip the kernel
+        logits = logits / temperature
+    logp = torch.log_softmax(logits, dim=-1)
     probs = logp.exp()
     if top_p < 1.0:
         sorted_p, order = probs.sort(dim=-1, descending=True)
@@ -106,10 +111,9 @@ def sample_next_token(logits: torch.Tensor, temperature: float, top_p: float,
     return token, logp.gather(-1, token[:, None]).squeeze(-1)
 
 
-@torch.no_grad()
 def sample(model, tokenizer, prompts: list[str], num_generations: int = 1, *,
            max_new_tokens: int = 8, temperature: float = 1.0, top_p: float = 1.0,
-           generator: torch.Generator | None = None) -> Rollout:
+           generator: torch.Generator | None = None, fast: bool | None = None) -> Rollout:
     """Sample ``num_generations`` completions for each prompt, sharing the prompt's KV cache.
 
     Args:
@@ -121,6 +125,9 @@ def sample(model, tokenizer, prompts: list[str], num_generations: int = 1, *,
         temperature: softmax temperature; 0 means greedy.
         top_p: nucleus sampling mass in (0, 1].
         generator: a seeded ``torch.Generator`` on the model's device, for reproducible draws.
+        fast: use the hand-written Llama decode loop (:mod:`grpolab.grpo.decode`);
+            ``None`` (default) takes it whenever :func:`grpolab.grpo.decode.supports` the
+            model, ``False`` forces the generic ``model.forward`` loop (for comparisons).
 
     Returns:
         A :class:`Rollout` with B·G rows, prompt-major.
@@ -139,6 +146,34 @@ def sample(model, tokenizer, prompts: list[str], num_generations: int = 1, *,
     device = next(model.parameters()).device
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
     ids, mask = encode_prompts(tokenizer, prompts, device)
+    if fast is None:
+        fast = decode.supports(model)
+    if fast:
+        completion_ids, completion_mask, old_logprobs = decode.sample_llama(
+            model, ids, mask, G, max_new_tokens, temperature, top_p, generator, eos, pad,
+            sample_next_token)
+    else:
+        completion_ids, completion_mask, old_logprobs = _decode_generic(
+            model, ids, mask, G, max_new_tokens, temperature, top_p, generator, eos, pad)
+    texts = tokenizer.batch_decode(completion_ids.masked_fill(completion_mask == 0, pad),
+                                   skip_special_tokens=True)
+    return Rollout(
+        prompt_ids=ids.repeat_interleave(G, dim=0),
+        prompt_mask=mask.repeat_interleave(G, dim=0),
+        completion_ids=completion_ids,
+        completion_mask=completion_mask,
+        old_logprobs=old_logprobs,
+        texts=texts,
+        num_generations=G,
+    )
+
+
+@torch.no_grad()
+def _decode_generic(model, ids, mask, G, max_new_tokens, temperature, top_p, generator, eos,
+                    pad):
+    """The architecture-agnostic loop: one ``model.forward`` per token with a
+    ``DynamicCache``. Returns ``(completion_ids, completion_mask, old_logprobs)``."""
+    device = ids.device
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
 
     # 1. Encode each prompt once ...
@@ -152,7 +187,7 @@ def sample(model, tokenizer, prompts: list[str], num_generations: int = 1, *,
     n = logits.shape[0]
     tokens, logprobs, keep = [], [], []
     done = torch.zeros(n, dtype=torch.bool, device=device)
-    for _ in range(max_new_tokens):
+    for t in range(max_new_tokens):
         # 3. Decode one token for every row; rows that already emitted EOS get padding.
         tok, lp = sample_next_token(logits, temperature, top_p, generator)
         tok = tok.masked_fill(done, pad)
@@ -160,25 +195,14 @@ def sample(model, tokenizer, prompts: list[str], num_generations: int = 1, *,
         tokens.append(tok)
         logprobs.append(lp.masked_fill(done, 0.0))
         done = done | (tok == eos)
-        if bool(done.all()):
-            break
+        if t == max_new_tokens - 1 or bool(done.all()):
+            break  # no forward pass for a token that will never be read
         mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
         logits, cache = _step(model, tok[:, None], mask, next_pos, cache)
         next_pos = next_pos + 1
 
-    completion_ids = torch.stack(tokens, dim=1)
-    completion_mask = torch.stack(keep, dim=1).long()
-    texts = tokenizer.batch_decode(completion_ids.masked_fill(completion_mask == 0, pad),
-                                   skip_special_tokens=True)
-    return Rollout(
-        prompt_ids=ids.repeat_interleave(G, dim=0),
-        prompt_mask=mask[:, : ids.shape[1]],
-        completion_ids=completion_ids,
-        completion_mask=completion_mask,
-        old_logprobs=torch.stack(logprobs, dim=1),
-        texts=texts,
-        num_generations=G,
-    )
+    return (torch.stack(tokens, dim=1), torch.stack(keep, dim=1).long(),
+            torch.stack(logprobs, dim=1))
 
 
 def merge_rollouts(parts: list[tuple[Rollout, list[int]]], pad_id: int) -> Rollout:

@@ -1,0 +1,379 @@
+"""A fast decode loop for Llama models (the tiny model and SmolLM2), behind ``sample``.
+
+Why it exists: on the 0.4M-parameter tiny model most of a ``model(...)`` call is
+transformers' per-call Python work (cache objects, mask building, output dataclasses), not
+arithmetic, and a sampler that calls ``model.forward`` once per token pays it every token
+(benchmarks/RESULTS.md, "Rollout"). This module runs the same Llama block by hand, on the
+model's own weights:
+
+- the prompt batch is encoded once (B rows, causal attention over the left-padded prompt),
+  and its keys/values are broadcast into a preallocated cache of B·G rows, one per sample;
+- each step then appends one key/value per row in place (no ``torch.cat``, no cache object)
+  and attends with one ``scaled_dot_product_attention`` call against the filled slice;
+- the q/k/v and gate/up projections are fused into one matrix product each, rotary
+  cos/sin and the padding mask are built once per call, and the loop runs under
+  ``torch.inference_mode``.
+
+The arithmetic is the block's own (RMSNorm, rotary positions, grouped-query attention,
+SwiGLU, tied or untied head), so the next-token distribution equals a transformers
+forward pass to float rounding (tests/test_rollout.py checks this token for token against
+``generate`` and ``old_logprobs`` against :func:`grpolab.grpo.loss.per_token_logprobs`).
+Sampling itself is :func:`grpolab.grpo.rollout.sample_next_token`, so the random stream
+and its semantics (temperature, top-p, EOS, padding) are those of the generic path.
+
+:func:`supports` decides which models take this path; anything else (another
+architecture, LoRA-wrapped layers, forward hooks inside the model, dropout) keeps the
+generic ``model.forward`` loop in :mod:`grpolab.grpo.rollout`.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["supports", "sample_llama"]
+
+
+def supports(model) -> bool:
+    """True for a plain ``LlamaForCausalLM`` whose every block this module reproduces exactly.
+
+    Checked: the class (exactly ``LlamaForCausalLM``), the configuration (SiLU, no
+    attention/MLP bias, no tensor-parallel split, no attention dropout), plain
+    ``nn.Linear`` projections (a LoRA or quantized wrapper falls back), and no forward
+    hooks anywhere but on ``lm_head`` (which this path calls as a module, so its hooks
+    still run), global module hooks included. The structural verdict is cached per model
+    (walking the module tree on every call showed up in the step's profile); the hooks are
+    checked on every call.
+    """
+    key = _projections(model)
+    cached = _STRUCTURE.get(model)
+    if cached is None or cached[0] != key:  # new model, or a layer was swapped (e.g. LoRA)
+        cached = (key, *_structure(model))
+        _STRUCTURE[model] = cached
+    _, ok, modules = cached
+    if not ok:
+        return False
+    from torch.nn.modules import module as nn_module
+
+    if nn_module._global_forward_hooks or nn_module._global_forward_pre_hooks:
+        return False
+    return not any(m._forward_hooks or m._forward_pre_hooks for m in modules)
+
+
+def _projections(model) -> tuple:
+    """Identities of every projection module: changes when a layer is replaced in place."""
+    layers = getattr(getattr(model, "model", None), "layers", None)
+    if layers is None:
+        return (type(model),)
+    return (type(model), *(id(m) for layer in layers
+                           for part in (layer.self_attn, layer.mlp)
+                           for m in part.children()))
+
+
+def _structure(model) -> tuple[bool, list]:
+    """(architecture supported, the modules whose hooks would be skipped)."""
+    from transformers import LlamaForCausalLM  # already imported by any caller with a model
+
+    if type(model) is not LlamaForCausalLM:  # a PEFT or other wrapper keeps the generic path
+        return False, []
+    cfg = model.config
+    if (getattr(cfg, "hidden_act", None) != "silu" or getattr(cfg, "attention_bias", True)
+            or getattr(cfg, "mlp_bias", True) or getattr(cfg, "pretraining_tp", 1) != 1
+            or getattr(cfg, "attention_dropout", 0.0) != 0.0):
+        return False, []
+    for layer in model.model.layers:
+        att, mlp = layer.self_attn, layer.mlp
+        for lin in (att.q_proj, att.k_proj, att.v_proj, att.o_proj,
+                    mlp.gate_proj, mlp.up_proj, mlp.down_proj):
+            if type(lin) is not torch.nn.Linear:
+                return False, []
+    return True, [m for name, m in model.named_modules() if name != "lm_head"]
+
+
+#: model → (projection identities, supported, modules to watch for hooks); weak, so it
+#: never keeps a model alive
+_STRUCTURE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _rms_norm(x: torch.Tensor, norm) -> torch.Tensor:
+    """``LlamaRMSNorm`` (float32 statistics, weight applied in the input dtype)."""
+    if x.dtype == torch.float32:
+        return F.rms_norm(x, (x.shape[-1],), norm.weight, norm.variance_epsilon)
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + norm.variance_epsilon)
+    return norm.weight * h.to(x.dtype)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor) -> torch.Tensor:
+    """Rotary positions: ``x·cos + rotate_half(x)·sin``, where ``rotate_half(x)`` =
+    ``cat(−x₂, x₁)`` is a flip of the two halves times a sign (folded into ``sin_signed``)."""
+    half = x.shape[-1] // 2
+    flipped = x.unflatten(-1, (2, half)).flip(-2).flatten(-2)
+    return torch.addcmul(x * cos, flipped, sin_signed)
+
+
+class _Weights:
+    """The model's weights laid out for the decode loop: q/k/v and gate/up concatenated,
+    every matrix stored input-major ``(in, out)`` and contiguous, so each projection is one
+    plain ``mm``/``addmm``."""
+
+    def __init__(self, model):
+        cfg = model.config
+        self.H = cfg.num_attention_heads
+        self.Hkv = getattr(cfg, "num_key_value_heads", None) or self.H
+        self.hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.H
+        self.embed = model.model.embed_tokens.weight
+        self.layers = []
+        for layer in model.model.layers:
+            att, mlp = layer.self_attn, layer.mlp
+            qkv = torch.cat([att.q_proj.weight.t(), att.k_proj.weight.t(),
+                             att.v_proj.weight.t()], dim=1)
+            gate_up = torch.cat([mlp.gate_proj.weight.t(), mlp.up_proj.weight.t()], dim=1)
+            self.layers.append((layer.input_layernorm, qkv,
+                                att.o_proj.weight.t().contiguous(),
+                                layer.post_attention_layernorm, gate_up,
+                                mlp.down_proj.weight.t().contiguous()))
+        self.norm = model.model.norm
+        self.rotary = model.model.rotary_emb
+
+    @staticmethod
+    def of(model) -> _Weights:
+        """The laid-out weights of ``model``, rebuilt only when a parameter changed.
+
+        The key is every parameter's identity and version counter: an optimizer step,
+        ``load_state_dict`` or ``.to()`` bumps or replaces them, so a rollout after an
+        update never reads stale weights. Costs one extra copy of the block weights.
+        """
+        key = tuple((id(p), p._version) for p in model.parameters())
+        cached = _WEIGHTS.get(model)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        with torch.no_grad():
+            weights = _Weights(model)
+        _WEIGHTS[model] = (key, weights)
+        return weights
+
+
+#: model → (parameter versions, laid-out weights); weak, so it never keeps a model alive
+_WEIGHTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _attend(q: torch.Tensor, k_t: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
+            scale: float) -> torch.Tensor:
+    """Attention of stacked queries against one key/value sequence per batch entry.
+
+    q: (rows·kv heads, queries, hd), where the query heads that share a kv head (and, in
+    the prefill, the prompt positions) are stacked as query rows; k_t: (rows·kv heads, hd,
+    len), the keys transposed; v: (rows·kv heads, len, hd); mask: additive, broadcastable
+    to (rows·kv heads, queries, len).
+    Three small batched kernels; at these sizes that beats ``scaled_dot_product_attention``
+    with a mask on CPU (its per-call setup dominates).
+    """
+    scores = torch.baddbmm(mask, q, k_t, alpha=scale)
+    return torch.bmm(scores.softmax(-1), v)
+
+
+def _mlp(x: torch.Tensor, norm, gate_up, down) -> torch.Tensor:
+    """``x + down(silu(gate(h)) · up(h))`` with ``h = norm(x)``; x is (rows, D)."""
+    g, u = (_rms_norm(x, norm) @ gate_up).chunk(2, dim=-1)
+    return torch.addmm(x, F.silu(g) * u, down)
+
+
+def sample_llama(model, ids: torch.Tensor, mask: torch.Tensor, num_generations: int,
+                 max_new_tokens: int, temperature: float, top_p: float, generator,
+                 eos: int, pad: int, draw):
+    """Decode ``num_generations`` continuations of each left-padded prompt row.
+
+    Args are those of :func:`grpolab.grpo.rollout.sample` after encoding: ``ids``/``mask``
+    (B, P); ``draw(logits, temperature, top_p, generator) -> (token, logprob)`` is the
+    sampler's :func:`grpolab.grpo.rollout.sample_next_token` (passed in, so this module
+    does not import the rollout module that imports it). Returns ``(completion_ids,
+    completion_mask, old_logprobs)``, each (B·G, T'), T' ≤ ``max_new_tokens`` (the loop
+    stops once every row has emitted EOS), as ordinary (not inference-mode) tensors.
+    """
+    with torch.inference_mode():
+        out = _decode(model, ids, mask, int(num_generations), int(max_new_tokens), temperature,
+                      top_p, generator, eos, pad, draw)
+    return tuple(t.clone() for t in out)
+
+
+def _decode(model, ids, mask, G, T, temperature, top_p, generator, eos, pad, draw):
+    w = _Weights.of(model)
+    H, Hkv, hd = w.H, w.Hkv, w.hd
+    device, dtype = ids.device, w.embed.dtype
+    B, P = ids.shape
+    n, L = B * G, P + T - 1  # the last token drawn is never fed back
+    scale = hd ** -0.5
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+
+    # rotary tables for every position this call can reach, computed once
+    table_pos = torch.arange(int(positions.max()) + T + 1, device=device)[None]
+    cos_tab, sin_tab = w.rotary(w.embed[:1][None], table_pos)
+    cos_tab, sin_tab = cos_tab[0], sin_tab[0]
+    sign = torch.ones(hd, dtype=dtype, device=device)
+    sign[: hd // 2] = -1
+    sin_tab = sin_tab * sign
+
+    # preallocated caches, zero-filled so unwritten slots stay finite under the mask:
+    # keys stored transposed, (layer, row, kv head, hd, position), so that each step's
+    # q·kᵀ is a plain batched product over contiguous memory; values (…, position, hd)
+    keys_t = torch.zeros(len(w.layers), n, Hkv, hd, L, dtype=dtype, device=device)
+    values = torch.zeros(len(w.layers), n, Hkv, L, hd, dtype=dtype, device=device)
+
+    # 1. prefill: the B prompts once. A padded query may attend to itself only, so it
+    #    stays finite; no real token ever attends to a padded key.
+    valid = mask.bool()
+    eye = torch.eye(P, dtype=torch.bool, device=device)
+    causal = torch.ones(P, P, dtype=torch.bool, device=device).tril()
+    allowed = (causal & (valid[:, None, :] | eye))[:, None].expand(B, Hkv, P, P)
+    prefill_mask = torch.zeros(B, Hkv, P, P, dtype=dtype, device=device).masked_fill(
+        ~allowed, float("-inf"))[:, :, None].expand(B, Hkv, H // Hkv, P, P).reshape(
+        B * Hkv, (H // Hkv) * P, P)
+    cos, sin = cos_tab[positions][:, :, None], sin_tab[positions][:, :, None]
+    x = F.embedding(ids, w.embed).view(B * P, -1)
+    for li, (n1, qkv_w, o_w, n2, gu_w, down_w) in enumerate(w.layers):
+        qkv = (_rms_norm(x, n1) @ qkv_w).view(B, P, H + 2 * Hkv, hd)
+        qk = _rotate(qkv[:, :, :H + Hkv], cos, sin)
+        # (B, heads, P, hd); the query heads of one kv head stacked as query rows
+        q = qk[:, :, :H].transpose(1, 2).reshape(B * Hkv, (H // Hkv) * P, hd)
+        k, v = qk[:, :, H:].transpose(1, 2), qkv[:, :, H + Hkv:].transpose(1, 2)
+        # 2. the G samples of a prompt share its keys/values: broadcast into their rows
+        keys_t[li].view(B, G, Hkv, hd, L)[..., :P] = k.transpose(-1, -2)[:, None]
+        values[li].view(B, G, Hkv, L, hd)[:, :, :, :P] = v[:, None]
+        a = _attend(q, k.reshape(B * Hkv, P, hd).transpose(1, 2), v.reshape(B * Hkv, P, hd),
+                    prefill_mask, scale)
+        x = torch.addmm(x, a.view(B, H, P, hd).transpose(1, 2).reshape(B * P, H * hd), o_w)
+        x = _mlp(x, n2, gu_w, down_w)
+    last = x.view(B, P, -1)[:, -1]
+    logits = model.lm_head(_rms_norm(last, w.norm)).repeat_interleave(G, dim=0)
+
+    # decode-time tables, hoisted out of the loop: for each step an additive key mask over
+    # all L slots (-inf on padded prompt slots and on slots not written yet), and each
+    # row's rotary cos/sin
+    slot = torch.arange(L, device=device)
+    written = slot[None, :] <= P + torch.arange(max(T - 1, 0), device=device)[:, None]
+    key_ok = torch.cat([valid.repeat_interleave(G, 0),
+                        torch.ones(n, L - P, dtype=torch.bool, device=device)], dim=1)
+    allowed = written[:, None, None, None, :] & key_ok[None, :, None, None, :]
+    step_masks = torch.zeros(allowed.shape[0], n, Hkv, 1, L, dtype=dtype, device=device)
+    step_masks = step_masks.masked_fill(~allowed, float("-inf")).view(-1, n * Hkv, 1, L)
+    step_pos = positions[:, -1:].repeat_interleave(G, 0) + 1 + torch.arange(T, device=device)
+    cos_steps, sin_steps = cos_tab[step_pos][:, :, None], sin_tab[step_pos][:, :, None]
+
+    tokens, logprobs, keep = [], [], []
+    done = torch.zeros(n, dtype=torch.bool, device=device)
+    for t in range(T):
+        # 3. draw one token per row; rows that already emitted EOS get padding
+        tok, lp = draw(logits, temperature, top_p, generator)
+        tok = tok.masked_fill(done, pad)
+        keep.append(~done)
+        tokens.append(tok)
+        logprobs.append(lp.masked_fill(done, 0.0))
+        done = done | (tok == eos)
+        if t == T - 1 or bool(done.all()):
+            break
+        cur = P + t
+        cos, sin, attn_mask = cos_steps[:, t], sin_steps[:, t], step_masks[t]
+        x = F.embedding(tok, w.embed)
+        for li, (n1, qkv_w, o_w, n2, gu_w, down_w) in enumerate(w.layers):
+            qkv = (_rms_norm(x, n1) @ qkv_w).view(n, H + 2 * Hkv, hd)
+            qk = _rotate(qkv[:, :H + Hkv], cos, sin)
+            keys_t[li, :, :, :, cur] = qk[:, H:]
+            values[li, :, :, cur] = qkv[:, H + Hkv:]
+            a = _attend(qk[:, :H].reshape(n * Hkv, H // Hkv, hd),
+                        keys_t[li].view(n * Hkv, hd, L), values[li].view(n * Hkv, L, hd),
+                        attn_mask, scale)
+            x = torch.addmm(x, a.view(n, H * hd), o_w)
+            x = _mlp(x, n2, gu_w, down_w)
+        logits = model.lm_head(_rms_norm(x, w.norm))
+    return (torch.stack(tokens, dim=1), torch.stack(keep, dim=1).long(),
+            torch.stack(logprobs, dim=1))
+
+
+def completion_logits(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
+                      completion_ids: torch.Tensor, completion_mask: torch.Tensor):
+    """Logits at every completion position, each shared prompt run through the model once.
+
+    The same numbers as ``model(cat(prompt, completion)).logits[:, P-1:P+T-1]`` with the
+    attention mask and position ids of :func:`grpolab.grpo.loss.per_token_logprobs`, and
+    differentiable in the model's weights. A GRPO batch repeats each prompt G times
+    (prompt-major rows), and a plain forward pass recomputes those P prompt tokens in every
+    row; here consecutive rows with an identical prompt share one prompt pass, whose
+    keys/values the completion tokens then attend to (gradients flow back through the
+    sharing). Rows need not come in equal groups (merged rollouts mix group sizes).
+
+    Returns (N, T, vocab) logits, not temperature-scaled.
+    """
+    w = _Weights(model)  # fresh, inside the autograd graph (cheap: a few concatenations)
+    H, Hkv, hd = w.H, w.Hkv, w.hd
+    g = H // Hkv
+    scale = hd ** -0.5
+    device, dtype = prompt_ids.device, w.embed.dtype
+    N, P = prompt_ids.shape
+    T = completion_ids.shape[1]
+    Tc = T - 1  # completion tokens that are inputs (the last is only predicted)
+
+    # consecutive rows with the same (left-padded) prompt share one prefix row
+    new = torch.ones(N, dtype=torch.bool, device=device)
+    if N > 1:
+        new[1:] = ((prompt_ids[1:] != prompt_ids[:-1]) | (prompt_mask[1:] != prompt_mask[:-1])
+                   ).any(-1)
+    first = new.nonzero().squeeze(1)
+    owner = new.cumsum(0) - 1  # row → its prefix row
+    U = first.numel()
+    ids_u, valid_u = prompt_ids[first], prompt_mask[first].bool()
+
+    full_mask = torch.cat([prompt_mask, completion_mask], dim=1)
+    positions = (full_mask.cumsum(-1) - 1).clamp(min=0)
+    pos_p, pos_c = positions[first, :P], positions[:, P:P + Tc]
+    table_pos = torch.arange(int(positions.max()) + 1, device=device)[None]
+    cos_tab, sin_tab = w.rotary(w.embed[:1][None], table_pos)
+    sign = torch.ones(hd, dtype=dtype, device=device)
+    sign[: hd // 2] = -1
+    cos_tab, sin_tab = cos_tab[0], sin_tab[0] * sign
+    flat_pos = torch.cat([pos_p.reshape(-1), pos_c.reshape(-1)])
+    cos, sin = cos_tab[flat_pos][:, None], sin_tab[flat_pos][:, None]
+
+    # additive masks. Prefix: causal over the prompt (a padded query sees only itself, so
+    # it stays finite). Completions: every real prompt key of its row, then the completion
+    # keys up to itself that are not padding (exactly the full-sequence attention mask).
+    neg = float("-inf")
+    eye = torch.eye(P, dtype=torch.bool, device=device)
+    causal_p = torch.ones(P, P, dtype=torch.bool, device=device).tril()
+    ok_p = (causal_p & (valid_u[:, None, :] | eye))[:, None, None]  # (U, 1, 1, P, P)
+    mask_p = torch.zeros(U, Hkv, g, P, P, dtype=dtype, device=device).masked_fill(
+        ~ok_p, neg).view(U * Hkv, g * P, P)
+    causal_c = torch.ones(Tc, Tc, dtype=torch.bool, device=device).tril()
+    ok_c = torch.cat([valid_u[owner][:, None, :].expand(N, Tc, P),
+                      causal_c[None] & completion_mask[:, None, :Tc].bool()], dim=2)
+    mask_c = torch.zeros(N, Hkv, g, Tc, P + Tc, dtype=dtype, device=device).masked_fill(
+        ~ok_c[:, None, None], neg).view(N * Hkv, g * Tc, P + Tc)
+
+    # one residual stream: U·P prefix tokens, then N·Tc completion tokens
+    x = F.embedding(torch.cat([ids_u.reshape(-1), completion_ids[:, :Tc].reshape(-1)]), w.embed)
+    Mp = U * P
+    for n1, qkv_w, o_w, n2, gu_w, down_w in w.layers:
+        qkv = (_rms_norm(x, n1) @ qkv_w).view(-1, H + 2 * Hkv, hd)
+        qk = _rotate(qkv[:, :H + Hkv], cos, sin)
+        q_p = qk[:Mp, :H].view(U, P, H, hd).transpose(1, 2).reshape(U * Hkv, g * P, hd)
+        k_p = qk[:Mp, H:].view(U, P, Hkv, hd).transpose(1, 2)
+        v_p = qkv[:Mp, H + Hkv:].view(U, P, Hkv, hd).transpose(1, 2)
+        a_p = _attend(q_p, k_p.reshape(U * Hkv, P, hd).transpose(1, 2),
+                      v_p.reshape(U * Hkv, P, hd), mask_p, scale)
+        a_p = a_p.view(U, H, P, hd).transpose(1, 2).reshape(Mp, H * hd)
+        if Tc > 0:
+            q_c = qk[Mp:, :H].view(N, Tc, H, hd).transpose(1, 2).reshape(N * Hkv, g * Tc, hd)
+            k_c = qk[Mp:, H:].view(N, Tc, Hkv, hd).transpose(1, 2)
+            v_c = qkv[Mp:, H + Hkv:].view(N, Tc, Hkv, hd).transpose(1, 2)
+            k_all = torch.cat([k_p[owner], k_c], dim=2).reshape(N * Hkv, P + Tc, hd)
+            v_all = torch.cat([v_p[owner], v_c], dim=2).reshape(N * Hkv, P + Tc, hd)
+            a_c = _attend(q_c, k_all.transpose(1, 2), v_all, mask_c, scale)
+            a_c = a_c.view(N, H, Tc, hd).transpose(1, 2).reshape(N * Tc, H * hd)
+            a_p = torch.cat([a_p, a_c])
+        x = torch.addmm(x, a_p, o_w)
+        x = _mlp(x, n2, gu_w, down_w)
+    last = x[:Mp].view(U, P, -1)[:, -1][owner]  # predicts completion token 0
+    hidden = torch.cat([last[:, None], x[Mp:].view(N, Tc, -1)], dim=1)
+    return model.lm_head(_rms_norm(hidden, w.norm))
