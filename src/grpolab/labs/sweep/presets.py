@@ -93,14 +93,14 @@ PRESETS: dict[str, SweepPreset] = {
     ),
     "cpu-full": SweepPreset(
         name="cpu-full",
-        description="5 G values x 3 seeds x 100 steps in three regimes (mixed and hard at a "
-                    "fixed budget of 64 completions per step; hard at 4 prompts per step); "
+        description="The reference sweep: 5 G values x 5 seeds x 100 steps in three regimes "
+                    "(mixed and hard at a fixed budget of 64 completions per step; hard at 4 "
+                    "prompts per step), sampled pass@1 from 8 samples per held-out prompt; "
                     "about half an hour on 2 CPU cores.",
-        config=_TINY,
-        seeds=[0, 1, 2],
+        config=_TINY.with_overrides(eval_samples=8, eval_every=25 * 64),
+        seeds=[0, 1, 2, 3, 4],
         regimes=[Regime("mixed", [1, 2, 3]), Regime("hard", [3]),
-                 Regime("hard-fixed-prompts", [3], mode="prompts", prompts_per_step=4,
-                        overrides={"eval_every": 160})],
+                 Regime("hard-fixed-prompts", [3], mode="prompts", prompts_per_step=4)],
     ),
     "gpu": SweepPreset(
         name="gpu",
