@@ -38,6 +38,30 @@ class WarmStartConfig:
     n_embd: int = 128
     n_head: int = 4
 
+    def validate(self) -> WarmStartConfig:
+        """Raise a ValueError naming the first bad field (``--warmstart-steps`` style)."""
+        import math
+
+        def bad(name, why):
+            return ValueError(f"--warmstart-{name.replace('_', '-')} {why} (the warm start's "
+                              f"{name})")
+
+        for name, low, high in (("steps", 1, 10**7), ("batch_size", 1, 65536),
+                                ("n_layer", 1, 64), ("n_embd", 1, 8192), ("n_head", 1, 256),
+                                ("seed", 0, 2**32 - 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+                raise bad(name, f"must be an integer in [{low}, {high}], got {v!r}")
+        if self.n_embd % self.n_head:
+            raise bad("n_embd", f"({self.n_embd}) must be a multiple of n_head ({self.n_head})")
+        lr = self.learning_rate
+        if isinstance(lr, bool) or not isinstance(lr, int | float) or not (
+                math.isfinite(lr) and 0 < lr <= 1):
+            raise bad("learning_rate", f"must be in (0, 1], got {lr!r}")
+        if not isinstance(self.task, str) or not isinstance(self.task_kwargs, dict):
+            raise bad("task", "must be a task name with a JSON object of task_kwargs")
+        return self
+
     def key(self) -> str:
         """Cache key: this config plus everything else that changes the weights (the code
         that builds and trains the model, the torch version, torch's thread count), so
