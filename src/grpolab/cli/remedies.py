@@ -52,14 +52,20 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError("--item is required (or --list)")
     if args.budget is not None and args.budget < 1:
         raise CLIError(f"--budget must be >= 1, got {args.budget}")
-    if args.threads < 1:
-        raise CLIError(f"--threads must be >= 1, got {args.threads}")
+    from grpolab.cli._checks import check_distinct, check_out_dir, check_threads
+
+    out = args.out or f"runs/remedies/{args.item}"
+    check_out_dir(out)
+    check_out_dir(args.cache, "--cache")
+    check_out_dir(args.publish, "--publish")
+    check_threads(args.threads)
+    check_distinct(args.seeds, "--seeds")
+    check_distinct(args.arms, "--arms")
     import torch
 
     from grpolab.labs.remedies.items import run_item
 
     torch.set_num_threads(args.threads)
-    out = args.out or f"runs/remedies/{args.item}"
     results = run_item(args.item, out, seeds=args.seeds, arms=args.arms, budget=args.budget,
                        cache_dir=args.cache)
     if not args.no_plots:
