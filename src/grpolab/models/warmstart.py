@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 __all__ = ["WarmStartConfig", "warm_start", "supervised_batch", "training_environment",
-           "weights_checksum"]
+           "weights_checksum", "check_cached"]
 
 
 @dataclass
@@ -101,6 +101,25 @@ def weights_checksum(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
+def check_cached(path: str | os.PathLike) -> None:
+    """Refuse a cached warm start whose ``model.safetensors`` is not the file it recorded
+    (truncated by a full disk, or changed): a ValueError naming the file and the fix."""
+    path = os.fspath(path)
+    fix = f"delete the folder {path} and rerun (the warm start is trained again)"
+    record = os.path.join(path, "warmstart.json")
+    try:
+        with open(record, encoding="utf-8") as f:
+            expected = json.load(f).get("weights_sha256")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        raise ValueError(f"{record}: damaged or not a warm-start record; {fix}") from None
+    weights = os.path.join(path, "model.safetensors")
+    if not os.path.isfile(weights):
+        raise ValueError(f"{weights} is missing; {fix}")
+    if expected is not None and weights_checksum(path) != expected:
+        raise ValueError(f"{weights} does not match the checksum in warmstart.json (truncated "
+                         f"or changed); {fix}")
+
+
 def supervised_batch(tokenizer, prompts, device):
     """Token ids, attention mask and labels (−100 outside the answer) for prompt + answer + EOS."""
     import torch
@@ -135,6 +154,7 @@ def warm_start(config: WarmStartConfig, cache_dir: str | os.PathLike, *, device=
 
     final = os.path.join(os.fspath(cache_dir), f"warmstart-{config.key()}")
     if os.path.isfile(os.path.join(final, "warmstart.json")):
+        check_cached(final)
         return final
     device = resolve_device(device)
     task = get_task(config.task, **config.task_kwargs)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
 
-from grpolab.grpo.config import GRPOConfig
+from grpolab.grpo.config import MAX_COMPLETIONS_PER_STEP, GRPOConfig
 from grpolab.models.warmstart import WarmStartConfig
 
 __all__ = ["Regime", "SweepPreset", "PRESETS", "get_preset", "TASK_KWARGS"]
@@ -203,6 +203,9 @@ def get_preset(name: str, **overrides) -> SweepPreset:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be an integer >= 1, "
                                  f"got {v!r}")
+        if r.mode == "budget" and r.budget > MAX_COMPLETIONS_PER_STEP:
+            raise ValueError(f"--budget {r.budget} completions per step: a step holds them all "
+                             f"in memory, so at most {MAX_COMPLETIONS_PER_STEP} are allowed")
         for G in preset.group_sizes:
             preset.run_config(r, G, preset.seeds[0])
     return preset
