@@ -104,8 +104,9 @@ def read_json(path: str | os.PathLike, what: str = "a JSON file", *, expect: typ
     except UnicodeDecodeError:
         raise CorruptFileError(path, f"not text, so not {what}", remedy) from None
     except json.JSONDecodeError as exc:
-        how = "truncated" if exc.pos >= os.path.getsize(path) - 1 else "not valid JSON"
-        raise CorruptFileError(path, f"{how} ({exc.msg} at line {exc.lineno} column "
+        cut = exc.pos >= len(exc.doc.rstrip()) or exc.msg.startswith("Unterminated")
+        how = "truncated" if cut else "not valid JSON"
+        raise CorruptFileError(path, f"{how} ({exc.msg}: line {exc.lineno}, column "
                                f"{exc.colno}), so not {what}", remedy) from None
     if expect is not None and not isinstance(value, expect):
         raise CorruptFileError(path, f"holds a JSON {type(value).__name__}, not {what}", remedy)
