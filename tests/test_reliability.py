@@ -110,6 +110,12 @@ BAD_INPUT = [
                  id="train-zero-threads"),
     pytest.param([*REMEDIES, "--out", "OUT", "--threads", "99999"], 2, "--threads must be",
                  id="remedies-huge-threads"),
+    pytest.param(["lab", "pass-rates", "--out", "OUT", "--threads", "0"], 2,
+                 "--threads must be", id="pass-rates-zero-threads"),
+    pytest.param(["lab", "pass-rates", "--out", "OUT", "--device", "bogus"], 2,
+                 "--device must be", id="pass-rates-bogus-device"),
+    pytest.param(["lab", "pass-rates", "--out", "FILE"], 2, "is a file, not a folder",
+                 id="pass-rates-out-is-a-file"),
     pytest.param([*REMEDIES, "--out", "OUT", "--budget", str(2**40)], 2,
                  "--completion-budget must be an integer in", id="remedies-huge-budget"),
     # 3. duplicates and flags that would do nothing
