@@ -358,7 +358,7 @@ def test_kill_9_then_resume(tmp_path):
         from test_reliability import tiny_preset, quiet
         from grpolab.labs.sweep.run import run_sweep
         torch.set_num_threads(1)
-        run_sweep(tiny_preset(seeds=[0, 1], steps=20), {str(out)!r}, progress=False,
+        run_sweep(tiny_preset(seeds=[0, 1], steps=10), {str(out)!r}, progress=False,
                   plots=False, log=quiet)
     """)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
@@ -371,7 +371,7 @@ def test_kill_9_then_resume(tmp_path):
         while not (first.exists() and second_log.exists() and second_log.stat().st_size > 0):
             assert child.poll() is None, child.stderr.read().decode()
             assert time.monotonic() < deadline, "the sweep never reached its second run"
-            time.sleep(0.2)
+            time.sleep(0.05)
         os.kill(child.pid, signal.SIGKILL)
     finally:
         if child.poll() is None:
@@ -382,7 +382,7 @@ def test_kill_9_then_resume(tmp_path):
     assert not (out / "runs" / "mixed" / "G2-seed1" / "summary.json").exists()
     stamp, before = first.stat().st_mtime_ns, first.read_bytes()
     torch.set_num_threads(1)
-    summary = run_sweep(tiny_preset(seeds=[0, 1], steps=20), out, progress=False, plots=False,
+    summary = run_sweep(tiny_preset(seeds=[0, 1], steps=10), out, progress=False, plots=False,
                         log=quiet)
     assert summary["runs_finished"] == summary["runs_planned"] == 2
     assert first.stat().st_mtime_ns == stamp and first.read_bytes() == before
