@@ -8,6 +8,8 @@ Results layout of ``grpolab remedies --item NAME --out DIR``::
 
     DIR/item.json                     the item: arms, seeds, budget, version, commit, device
     DIR/runs/<arm>/seed<s>/           log.jsonl + summary.json (present = finished; skipped)
+    DIR/_pool/<config key>/           every finished run by config (shared by arms and items
+                                      run into the same DIR; copied, not retrained)
     DIR/probe.json                    sampling-only measurements (items that have them)
     DIR/results.json                  per-arm means and seed spreads, the verdict inputs
     DIR/*.png, DIR/*.svg              the item's plot
