@@ -1,8 +1,9 @@
 """The remedy labs: the 8 items (arms × seeds of lab configs), their probes, the runner.
 
 One job: say what each lab of book/labs/03-remedies.md trains (:data:`ITEMS`) and run it,
-resumably, with :func:`grpolab.labs.remedies.run.run_lab`. Identical configs across items are
-trained once and shared through a pool keyed by :func:`config_key`.
+resumably, with :func:`grpolab.labs.remedies.run.run_lab`. Identical configs are trained once
+and shared through a pool keyed by :func:`config_key` (``DIR/_pool``, or one ``--pool``
+folder that several items share).
 
 Results layout of ``grpolab remedies --item NAME --out DIR``::
 
