@@ -415,6 +415,24 @@ def test_remedy_rerun_with_another_budget_is_refused_not_relabelled(toy_item, tm
     assert not (out / "item.json").exists()  # refused before anything was written
 
 
+def test_remedy_rerun_with_other_threads_is_refused(toy_item, tmp_path, monkeypatch):
+    out = tmp_path / "toy"
+    run_dir = out / "runs" / "plain" / "seed0"
+    run_dir.mkdir(parents=True)
+    cfg, _ = toy_item.config("plain", 0)
+    torch.set_num_threads(1)
+    (run_dir / "summary.json").write_text(json.dumps(
+        {"config": cfg.to_dict(), "steps": 4, "warmstart_key": cfg.warmstart.key()}))
+    monkeypatch.setattr(remedy_items, "run_lab", lambda *a, **k: pytest.fail("trained"))
+    try:
+        torch.set_num_threads(2)
+        with pytest.raises(ValueError, match="was trained from warm start"):
+            remedy_items.run_item("toy", out, progress=False, log=quiet)
+    finally:
+        torch.set_num_threads(1)
+    assert not (out / "item.json").exists()
+
+
 def test_remedy_pool_goes_under_out(toy_item, tmp_path, monkeypatch):
     out = tmp_path / "toy"
     cfg, rem = toy_item.config("plain", 0)

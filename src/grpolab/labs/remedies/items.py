@@ -200,10 +200,13 @@ for _item in ITEMS.values():
 
 def config_key(config: GRPOConfig, remedy: Remedy) -> str:
     """A hash of everything that determines a run: identical configs in different items
-    (every item's plain G = 8 arm, say) are trained once and shared through the pool."""
+    (every item's plain G = 8 arm, say) are trained once and shared through the pool. The
+    warm start's own key is part of it (its code, torch version and thread count), so a
+    run from another warm start is never taken from the pool."""
     import hashlib
 
-    blob = json.dumps([config.to_dict(), asdict(remedy)], sort_keys=True, default=str)
+    warm = config.warmstart.key() if config.model == "tiny" else None
+    blob = json.dumps([config.to_dict(), asdict(remedy), warm], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -235,7 +238,13 @@ def _check_finished(run_dir: str, config: GRPOConfig, key: str) -> bool:
     summary = read_json(path, "a run summary", keys=("config",),
                         remedy=f"delete the folder {run_dir} and rerun (only that run is redone)")
     same = summary["config"] == json.loads(json.dumps(config.to_dict()))
-    if same and summary.get("config_key", key) == key:
+    warm = config.warmstart.key() if config.model == "tiny" else None
+    if same and summary.get("warmstart_key") not in (None, warm):
+        raise ValueError(f"{run_dir} was trained from warm start {summary['warmstart_key']}, "
+                         f"this command's is {warm} (another --threads, torch version or model "
+                         f"code; it was made with {summary.get('device', 'another device')}); "
+                         "rerun with the same settings, or use another --out")
+    if same:
         return True
     old, new = summary["config"], config.to_dict()
     diff = ", ".join(f"{k} {old.get(k)!r} -> {new[k]!r}" for k in new
