@@ -112,3 +112,82 @@ def test_group_size_one_gives_zero_advantages():
 def test_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         group_advantages(**kwargs)
+
+
+# ---- huge, tiny and mistyped rewards (issue 15, item 2) ------------------------------
+def test_huge_rewards_are_rescaled_not_nan():
+    # [1e308, 1e308, 0, 0] used to give all NaN: the mean and the std overflowed
+    got = group_advantages([1e308, 1e308, 0.0, 0.0], 4)
+    assert np.isfinite(got).all()
+    assert np.allclose(got, group_advantages([1.0, 1.0, 0.0, 0.0], 4, eps=0.0), rtol=1e-12)
+    for scale in ("batch", "group"):
+        for baseline in ("mean", "leave_one_out"):
+            big = group_advantages([1e308, -1e308, 3e307, 0.0], 4, scale=scale,
+                                   baseline=baseline)
+            small = group_advantages([1.0, -1.0, 0.3, 0.0], 4, scale=scale,
+                                     baseline=baseline, eps=0.0)
+            assert np.allclose(big, small, rtol=1e-12), (scale, baseline)
+
+
+def test_tiny_rewards_with_eps_zero_keep_their_signal():
+    # the squared deviations underflow to 0; rescaling first keeps the exact ±1/√2
+    got = group_advantages([1e-300, 0.0, 3.0, 4.0], 2, eps=0.0)
+    assert np.allclose(got, [2**-0.5, -(2**-0.5), -(2**-0.5), 2**-0.5])
+
+
+def test_unnormalised_spread_that_cannot_fit_is_refused():
+    with pytest.raises(ValueError, match="^rewards spread too widely"):
+        group_advantages([1.7e308, -1.7e308], 2, scale="none", baseline="leave_one_out")
+    assert np.allclose(group_advantages([1e308, 0.0], 2, scale="none"), [5e307, -5e307])
+
+
+def test_constant_groups_with_eps_zero_give_zero_not_nan():
+    assert group_advantages([1.0, 1.0, 0.0, 1.0], 2, eps=0.0).tolist()[:2] == [0.0, 0.0]
+    assert group_advantages([0.3, 0.7], 1, eps=0.0).tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("rewards", [["0.1", "0.2"], "0.1", [None, 1.0], [1 + 1j, 0],
+                                     [[1.0], [2.0, 3.0]]])
+def test_mistyped_rewards_are_type_errors(rewards):
+    # numeric strings used to be converted silently
+    with pytest.raises(TypeError, match="^rewards must be"):
+        group_advantages(rewards, 2)
+
+
+def test_boolean_rewards_count_as_zero_one():
+    assert np.array_equal(group_advantages([True, False], 2), group_advantages([1.0, 0.0], 2))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(group_size=float("nan")), "^group_size must be an integer"),
+    (dict(group_size=float("inf")), "^group_size must be an integer"),
+    (dict(group_size="2"), "^group_size must be an integer"),
+    (dict(group_size=True), "^group_size must be an integer"),
+    (dict(group_size=2, eps=float("inf")), "^eps must be a finite number"),
+    (dict(group_size=2, eps="1e-4"), "^eps must be"),
+    (dict(group_size=2, ddof=True), "^ddof must be 0 or 1"),
+    (dict(group_size=2, scale=None), "^scale must be one of"),
+])
+def test_bad_options_name_the_argument(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        group_advantages([1.0, 0.0, 0.0, 1.0], **kwargs)
+    if "eps" not in kwargs and "ddof" not in kwargs and "scale" not in kwargs:
+        with pytest.raises((ValueError, TypeError), match=match):
+            zero_variance_groups([1.0, 0.0, 0.0, 1.0], **kwargs)
+
+
+def test_zero_variance_groups_with_a_huge_spread_and_bad_atol():
+    assert zero_variance_groups([1e308, -1e308, 0.0, 0.0], 2).tolist() == [False, True]
+    for atol in (float("nan"), -1.0, "0"):
+        with pytest.raises(ValueError, match="^atol must be"):
+            zero_variance_groups([1.0, 1.0], 2, atol=atol)
+
+
+def test_torch_huge_float32_rewards():
+    torch = pytest.importorskip("torch")
+    got = group_advantages(torch.tensor([3e38, 3e38, 0.0, 0.0]), 4)
+    assert got.dtype == torch.float32 and bool(torch.isfinite(got).all())
+    assert np.allclose(got.numpy(), group_advantages([1.0, 1.0, 0.0, 0.0], 4, eps=0.0),
+                       rtol=1e-6)
+    with pytest.raises(ValueError, match="^rewards"):
+        group_advantages(torch.tensor([3e38, -3e38]), 2, scale="none", baseline="leave_one_out")

@@ -62,11 +62,24 @@ def test_theory_chapter_has_every_part(path):
     assert "```{code-cell} ipython3\nsliders.show(" in text, "an interactive figure"
     assert re.search(r"simulate\.\w+_mc\(", text), "a Monte Carlo check through grpolab.simulate"
     assert ":::{admonition} What this means for choosing G" in text
+    # pedagogy: a motivation before the first code cell, goals up front, a summary box
+    head = text.split("```{code-cell}", 1)[0]
+    assert ":::{admonition} What you will be able to do" in head, "state the goals up front"
+    assert len(head.split(":::{admonition} What you will be able to do")[0].split("\n\n")) > 2, (
+        "open with a concrete motivation before the goals")
+    assert ":::{admonition} Summary" in text, "a summary box"
     exercises = text.split("## Exercises", 1)
     assert len(exercises) == 2, "an Exercises section"
-    n_questions = len(re.findall(r"^\d\. ", exercises[1], re.M))
-    n_solutions = exercises[1].count(":class: dropdown")
-    assert 2 <= n_questions <= 4 and n_solutions == n_questions, (n_questions, n_solutions)
+    # sphinx-exercise: numbered exercises, each with a hidden (dropdown) solution, laddered
+    labels = re.findall(r"^:::\{exercise\} (.+)\n:label: (\S+)$", exercises[1], re.M)
+    solutions = re.findall(r"^:::\{solution\} (\S+)\n:class: dropdown$", exercises[1], re.M)
+    assert 3 <= len(labels) <= 6, labels
+    assert [lab for _, lab in labels] == solutions, "one hidden solution per exercise, in order"
+    rungs = [title for title, _ in labels]
+    assert rungs == sorted(rungs, key=["Numeric", "Derivation", "Design an experiment"].index)
+    assert {"Numeric", "Derivation", "Design an experiment"} <= set(rungs), rungs
+    assert text.rstrip().endswith("```{bibliography}\n:filter: docname in docnames\n```"), (
+        "the chapter ends with its bibliography")
 
 
 def _derived_in_references():
@@ -110,7 +123,7 @@ def test_build_book_rejects_a_folder_without_config(tmp_path):
 
 
 def test_cli_reports_a_missing_book_in_one_line(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "grpolab.cli.main", "book", "build", "--book",
+    proc = subprocess.run([sys.executable, "-m", "grpolab", "book", "build", "--book",
                            str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("error: ")

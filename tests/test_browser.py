@@ -60,21 +60,6 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="session")
-def browser():
-    executable = _chromium()
-    try:
-        from playwright import sync_api
-    except ImportError:
-        if os.environ.get("CI") == "true":
-            pytest.fail("playwright is not installed, and CI=true: the browser test must run")
-        pytest.skip("playwright not installed (pip install playwright); not under CI")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
-        yield b
-        b.close()
-
-
 class PageReport:
     """A loaded page plus what happened while loading it."""
 

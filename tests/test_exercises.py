@@ -259,3 +259,87 @@ def test_claim_audit_reads_lab_results_when_present(tmp_path, monkeypatch):
     assert "4,096 ± 0" in text
     assert "Highest mean final accuracy at G = 8" in text
     assert "../labs/01-g-sweep.html" in text and "The G sweep" in text
+
+
+# ------------------------------------------------------------------------------------------
+# The static page's checker (grpolab-exercises.js) against the Python checkers
+# ------------------------------------------------------------------------------------------
+def test_checker_data_holds_every_numeric_and_choice_exercise():
+    data = exercises.checker_data()
+    expected = {e.id for e in ALL if e.kind in ("numeric", "conceptual")}
+    assert set(data) == expected
+    for ex in list_exercises("numeric"):
+        d = data[ex.id]
+        assert d["kind"] == "numeric"
+        assert check(ex.id, d["reference"]).correct
+        assert not check(ex.id, d["reference"] + 2 * d["tolerance"] + 1e-9).correct
+        assert check(ex.id, d["reference"]).message == d["why"]
+    for ex in list_exercises("conceptual"):
+        assert data[ex.id]["correct"] == ex.answer
+
+
+_TYPED = ["0.2482", "24.82%", "0.2401", "0.0081", "1/4", "1.4997", "1.732", "0.75", "0.25",
+          "0.5", "1", "44", "44.0", "176", "84", "10055", "10,055", "8192", "8 192", "1e4",
+          "banana", "", "  ", "%", "inf", "-inf", "nan", "1/0", "3/x", "1_000", "1__0", ".5",
+          "5.", "+2", "-0", "1e-7", "123456789", "0.00001234", "b", "(B)", "c.", "d: 64",
+          "a) it", "z", "it is b", "'quoted'", "0.3e1", "2e+3", "1.5/2"]
+
+
+def test_browser_checker_agrees_with_python_on_every_exercise(tmp_path):
+    """Run grpolab-exercises.js under node on many typed answers; compare every verdict."""
+    import json
+    import os
+    import shutil
+    import subprocess
+
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("node is not installed, and CI=true: the answer-box checker must be tested")
+        pytest.skip("node is not installed (Debian nodejs; .ci/setup installs it)")
+    from grpolab._paths import PACKAGE_DIR
+
+    script = PACKAGE_DIR / "book" / "static" / "grpolab-exercises.js"
+    data = exercises.checker_data()
+    cases = [(ex_id, typed) for ex_id in data for typed in _TYPED]
+    (tmp_path / "data.json").write_text(json.dumps({"data": data, "cases": cases}))
+    runner = tmp_path / "run.js"
+    runner.write_text(
+        "const ex = require(process.argv[2]);\n"
+        "const {data, cases} = JSON.parse(require('fs').readFileSync(process.argv[3]));\n"
+        "console.log(JSON.stringify(cases.map(([id, t]) => ex.check(data[id], t))));\n")
+    out = subprocess.run([node, str(runner), str(script), str(tmp_path / "data.json")],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    verdicts = json.loads(out)
+    mismatches = []
+    for (ex_id, typed), (ok, message) in zip(cases, verdicts, strict=True):
+        res = check(ex_id, typed)
+        if (res.correct, res.message) != (ok, message):
+            mismatches.append((ex_id, typed, (res.correct, res.message), (ok, message)))
+    assert mismatches == [], mismatches[:5]
+    assert any(ok for ok, _ in verdicts) and not all(ok for ok, _ in verdicts)
+
+
+def test_page_emits_the_registry_data_at_build_time():
+    """The workbook's hidden cell prints checker_data_html(); it parses back to the registry."""
+    import json
+    import re
+
+    from grpolab.book import build as gbook
+
+    text = exercises.render_workbook()
+    assert "HTML(checker_data_html())" in text and ":tags: [remove-input]" in text
+    html = exercises.checker_data_html()
+    m = re.fullmatch(r'<script type="application/json" id="grpolab-exercise-data">(.*)</script>',
+                     html, re.S)
+    assert m and "</" not in m.group(1)
+    assert json.loads(m.group(1)) == exercises.checker_data()
+    assert "grpolab-exercises.js" in gbook.STATIC_FILES
+    assert "grpolab-exercises.css" in gbook.STATIC_FILES
+
+
+def test_workbook_has_an_answer_box_for_every_checkable_exercise():
+    text = exercises.render_workbook()
+    for ex_id in exercises.checker_data():
+        assert f'<form class="grpolab-answer" data-exercise="{ex_id}"' in text
+    assert text.count('<form class="grpolab-answer"') == len(exercises.checker_data())

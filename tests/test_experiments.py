@@ -13,12 +13,12 @@ import torch
 
 from grpolab.cli.main import main
 from grpolab.grpo.rollout import merge_rollouts
+from grpolab.grpo.warmstart import WarmStartConfig
 from grpolab.labs.remedies import items as remedy_items
 from grpolab.labs.remedies import report as remedy_report
 from grpolab.labs.remedies import run as remedy_lab
 from grpolab.labs.remedies.items import ITEMS
 from grpolab.labs.remedies.run import LengthBiasedReward, lab_config, run_lab
-from grpolab.models.warmstart import WarmStartConfig
 from grpolab.tasks.arithmetic import ArithmeticTask, Prompt
 
 SMALL_TASK = {"digits": [1, 2], "operands": [2], "ops": "+", "n_train": 120, "n_eval": 40,

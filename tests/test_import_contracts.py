@@ -100,7 +100,7 @@ def test_presets_and_configs_import_without_torch():
     loaders import it inside the functions that load)."""
     out = run_blocked("""
         import grpolab.labs.sweep.presets, grpolab.grpo.config, grpolab.models.smollm2
-        import grpolab.models.warmstart, grpolab.cli._config_args
+        import grpolab.grpo.warmstart, grpolab.cli._config_args
     """)
     assert out.returncode == 0, out.stderr
 

@@ -105,7 +105,7 @@ def test_temperature_figure_lines_equal_theory():
     Ts = [0.1, 1.0, 3.0]
     fig = figures.temperature_figure(logits, Ts, [2, 8])
     for (_x, y), G in zip(_lines(fig).values(), [2, 8], strict=True):
-        want = [theory.identical_group_probability(sliders.softmax_at_temperature(logits, T), G)
+        want = [theory.identical_group_probability(figures.softmax_at_temperature(logits, T), G)
                 for T in Ts]
         np.testing.assert_allclose(y, want)
 

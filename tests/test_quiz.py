@@ -189,7 +189,7 @@ def test_session_keyboard_interrupt_keeps_the_score(capsys):
 def _grpolab() -> list[str]:
     """The installed ``grpolab`` console script next to this Python, else ``python -m``."""
     script = Path(sys.executable).with_name("grpolab")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "grpolab.cli.main"]
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "grpolab"]
 
 
 def _cli(args, stdin_text):
@@ -255,8 +255,11 @@ def test_cli_real_ctrl_c_on_a_terminal():
 
     qs = generate_questions(3, 0)
     master, slave = pty.openpty()
+    # A suite started in the background from a non-interactive shell (nohup ... &) inherits
+    # SIGINT as ignored, and so would the child: restore the default so Ctrl-C reaches it.
     proc = subprocess.Popen([*_grpolab(), "quiz", "--n", "3", "--seed", "0"], stdin=slave,
-                            stdout=slave, stderr=slave, close_fds=True)
+                            stdout=slave, stderr=slave, close_fds=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     os.close(slave)
     out = b""
 

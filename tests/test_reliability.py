@@ -25,12 +25,12 @@ import torch
 
 import grpolab.grpo.loop
 from grpolab.cli.main import main
+from grpolab.grpo.warmstart import WarmStartConfig
 from grpolab.labs.remedies import items as remedy_items
 from grpolab.labs.remedies import report as remedy_report
 from grpolab.labs.remedies.items import ITEMS
 from grpolab.labs.sweep.presets import Regime, get_preset
 from grpolab.labs.sweep.run import run_sweep
-from grpolab.models.warmstart import WarmStartConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = {"digits": [1, 2], "n_train": 120, "n_eval": 30}

@@ -4,14 +4,15 @@ import json
 import os
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 
 import grpolab.grpo.loop
 from grpolab.cli.main import main as cli_main
+from grpolab.grpo.warmstart import WarmStartConfig
 from grpolab.labs.sweep.presets import Regime, get_preset
 from grpolab.labs.sweep.run import regime_verdicts, run_sweep
-from grpolab.models.warmstart import WarmStartConfig
 
 TASK = {"digits": [1, 2], "n_train": 120, "n_eval": 30}
 
@@ -121,3 +122,22 @@ def test_rerun_with_another_config_refuses_to_mix_results(tmp_path):
     with pytest.raises(ValueError, match="another config"):
         other = replace(preset, config=preset.config.with_overrides(learning_rate=1e-3))
         run_sweep(other, tmp_path, progress=False, plots=False, log=lambda *_: None)
+
+
+def test_predicted_g_star_recovers_planted_constants():
+    from grpolab.labs.sweep.report import predicted_g_star
+
+    c1, c2, c3 = 0.5, 2.0, 32.0  # G* = 8
+    rows = [{"G": G, "prompts_per_step": 64 // G,
+             "noise_to_signal": c1 / (64 // G) + c2 / 64 + c3 / (64 * G)} for G in (2, 4, 8, 16)]
+    out = predicted_g_star(rows)
+    assert out["g_star"] == pytest.approx(8.0, rel=1e-6)
+    assert out["leave_one_G_out"][0] == pytest.approx(8.0, rel=1e-6)
+    # with Gram matrices the bootstrap gives an interval around the point estimate
+    rng = np.random.default_rng(0)
+    for r in rows:
+        g = rng.normal(size=(12, 50)) * np.sqrt(r["noise_to_signal"] / 50) + 1.0 / np.sqrt(50)
+        r["gram"] = (g @ g.T).tolist()
+    out = predicted_g_star(rows, n_boot=200)
+    lo, hi = out["bootstrap_95"]
+    assert lo <= hi and out["bootstrap_draws"] > 100

@@ -173,26 +173,110 @@ def test_stable_near_zero_and_one_for_large_G():
     assert T.zero_gradient_probability(0.5, 10_000) == 0.0  # underflows to 0, not NaN
 
 
-# ---- bad input ------------------------------------------------------------------------
-@pytest.mark.parametrize("G", [0, -3, 2.5, float("nan"), "eight", True])
+# ---- bad input (issue 15, item 2; tests/test_api_properties.py covers the whole API) ----
+INF, NAN = float("inf"), float("nan")
+
+
+@pytest.mark.parametrize("G", [0, -3, 2.5, NAN, INF, -INF, 1e20, 2**63, 2**64, 10**400,
+                               T.MAX_GROUP_SIZE + 1, "eight", "4", ["4"], None, True],
+                         ids=repr)
 def test_bad_group_size_names_G(G):
+    # 1e20 and 2**63 used to wrap in the int64 cast and give inf "probabilities"
     with pytest.raises(ValueError, match="G must be an integer"):
         T.zero_gradient_probability(0.5, G)
 
 
-@pytest.mark.parametrize("p", [-0.1, 1.5, float("nan")])
+def test_group_size_domain_edge_is_accurate():
+    G = T.MAX_GROUP_SIZE
+    assert T.any_success_probability(1e-9, G) == pytest.approx(-math.expm1(G * -1e-9), rel=1e-9)
+    assert T.zero_gradient_probability(0.5, [1, G]).tolist() == [1.0, 0.0]
+
+
+@pytest.mark.parametrize("p", [-0.1, 1.5, NAN, INF, -INF, 1e308])
 def test_bad_probability_names_p(p):
     with pytest.raises(ValueError, match="p must be a probability"):
         T.zero_gradient_probability(p, 4)
 
 
+@pytest.mark.parametrize("p", ["0.1", ["0.1"], None, [None], True, 1 + 0j, [[0.1], [0.2, 0.3]]])
+def test_wrong_type_probability_is_a_type_error_naming_p(p):
+    # numeric strings used to be converted silently
+    with pytest.raises(TypeError, match="^p must be a probability"):
+        T.all_fail_probability(p, 4)
+
+
+def test_fixed_budget_prompts_refuses_what_would_wrap():
+    for budget in (INF, NAN, 1e20, -1):  # inf used to give -9223372036854775808
+        with pytest.raises(ValueError, match="^budget must be a finite number >= 0"):
+            T.fixed_budget_prompts(budget, 4)
+    assert T.fixed_budget_prompts(10**15, 4) == 250_000_000_000_000
+
+
+@pytest.mark.parametrize("k", [NAN, 2.5, -1, INF, "1", True])
+def test_binary_advantages_k_must_be_a_count(k):
+    # binary_advantages(nan, 4) used to return NaN; 2.5 was accepted
+    with pytest.raises(ValueError, match="^k must be"):
+        T.binary_advantages(k, 4)
+
+
+def test_binary_advantages_other_arguments():
+    with pytest.raises(ValueError, match="^k must lie in"):
+        T.binary_advantages(5, 4)
+    with pytest.raises(ValueError, match="^ddof"):
+        T.binary_advantages(1, 4, ddof=True)
+    with pytest.raises(ValueError, match="^eps"):
+        T.binary_advantages(1, 4, eps=NAN)
+    with pytest.raises(ValueError, match="^scale"):
+        T.binary_advantages(1, 4, scale="batch")
+    assert T.binary_advantages([0, 4], 4, eps=0.0) == (pytest.approx([0, 0]),) * 2
+
+
 def test_bad_beta_and_budget_inputs():
-    with pytest.raises(ValueError, match="Beta parameters"):
-        T.beta_zero_gradient_probability(4, 0, 1)
+    for a in (0, -1, NAN, INF, 1e-320):  # a denormal a made betaln inf and the moment NaN
+        with pytest.raises(ValueError, match="^a must be a number in"):
+            T.beta_zero_gradient_probability(4, a, 1)
+    with pytest.raises(ValueError, match="^b must be"):
+        T.beta_all_fail_probability(4, 1, INF)
     with pytest.raises(ValueError, match="reward_variance"):
         T.baseline_variance(-1.0, 4)
+    with pytest.raises(ValueError, match="reward_variance"):
+        T.baseline_variance(INF, 4)
     with pytest.raises(ValueError, match="probs"):
         T.identical_group_probability([0.5, 0.4], 4)
+    with pytest.raises(TypeError, match="share_prompt_kv"):
+        T.sampling_cost(8, 4, 10, 20, share_prompt_kv="no")
+
+
+def test_probabilities_stay_in_unit_interval_after_rounding():
+    p = np.linspace(0, 1, 10_001)
+    assert np.asarray(T.zero_gradient_probability(p, 1)).max() <= 1.0  # p + (1 − p) > 1 by 1 ulp
+    assert np.asarray(T.beta_zero_gradient_probability(1, p[1:], 0.5)).max() <= 1.0
+
+
+def test_unbiased_estimate_accurate_for_huge_trials():
+    # a difference of gammaln values gave 1.002 here; the exact value is 1 − 2.6e-11
+    assert T.unbiased_zero_gradient_estimate(3, 459_828_124_116, 4) == pytest.approx(
+        1 - 2.60967e-11, abs=1e-13)
+    with pytest.raises(ValueError, match="^successes"):
+        T.unbiased_zero_gradient_estimate(2.5, 16, 4)
+    with pytest.raises(ValueError, match="^trials must be >= G"):
+        T.unbiased_zero_gradient_estimate(1, 3, 4)
+
+
+def test_overflowing_results_are_refused_not_inf():
+    with pytest.raises(ValueError, match="overflows"):
+        T.minibatch_gradient_mse(1, 1, 1e308, 1e308, 1e308)
+    with pytest.raises(ValueError, match="overflows"):
+        T.optimal_group_size(1e-300, 1e300)
+
+
+def test_dynamic_sampling_expected_batches_refuses_a_truncated_sum():
+    # E[K] ≈ 1/q = 5e4 batches; 1000 terms would silently sum to about 1000
+    with pytest.raises(ValueError, match="max_terms=1000 is too few"):
+        T.dynamic_sampling_expected_batches(1e-5, 2, 1, 1, max_terms=1000)
+    with pytest.raises(TypeError, match="^G must be a single group size"):
+        T.dynamic_sampling_expected_batches(0.1, [4, 8], 1, 1)
+    assert T.dynamic_sampling_expected_batches(0.0, 4, 1, 1) == INF  # no group can be informative
 
 
 def test_gradient_noise_forms():
@@ -210,3 +294,33 @@ def test_gradient_noise_forms():
     assert T.optimal_group_size(c1, c3) == pytest.approx(10.0)
     with pytest.raises(ValueError, match="c1"):
         T.optimal_group_size(0.0, 1.0)
+
+
+def test_gradient_mse_explorer_g_star_moves_with_c1_c3_not_the_budget():
+    import itertools
+
+    from grpolab.book.sliders import EXPLORERS, explorer_grid
+
+    e = EXPLORERS["gradient-mse"]
+    grid = explorer_grid(e)
+    sizes = [len(s.values) for s in e.sliders]
+    names = [s.name for s in e.sliders]
+    g_star_by_c = {}
+    for idx in itertools.product(*(range(n) for n in sizes)):
+        params = dict(zip(names, (s.values[i] for s, i in zip(e.sliders, idx, strict=True)),
+                          strict=True))
+        flat = int(np.ravel_multi_index(idx, sizes))
+        g_star = grid["readouts"][flat][0]
+        assert g_star == pytest.approx(T.optimal_group_size(params["c1"], params["c3"]),
+                                       rel=1e-6)
+        g_star_by_c.setdefault((params["c1"], params["c3"]), set()).add(g_star)
+    assert all(len(v) == 1 for v in g_star_by_c.values()), "G* must not depend on the budget"
+    assert len({next(iter(v)) for v in g_star_by_c.values()}) > 10, "G* moves with c1, c3"
+    # the plotted curve is theory.minibatch_gradient_mse at B = N/G, and its minimum over
+    # powers of two sits next to G*
+    x, series = e.curves(c1=0.01, c3=1.0, budget=1024)
+    mse = series["MSE(G) at a fixed budget N = B·G"]
+    ok = ~np.isnan(mse)
+    assert np.allclose(mse[ok], T.minibatch_gradient_mse(1024 // x[ok].astype(int),
+                                                         x[ok].astype(int), 0.01, 1.0, 1.0))
+    assert x[ok][np.argmin(mse[ok])] in (8, 16)  # G* = 10

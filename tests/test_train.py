@@ -9,17 +9,17 @@ import torch
 from grpolab.grpo.config import GRPOConfig
 from grpolab.grpo.loop import run
 from grpolab.grpo.measure import PassRateWindow, pass_rate_census
+from grpolab.grpo.warmstart import WarmStartConfig, warm_start
 from grpolab.models.tiny import load_causal_lm
-from grpolab.models.warmstart import WarmStartConfig, warm_start
 from grpolab.tasks.arithmetic import get_task
 
 EASY = {"digits": [1], "n_train": 40, "n_eval": 10}
 
 
 def easy_config(**kw) -> GRPOConfig:
-    base = dict(task_kwargs=EASY, warmstart=WarmStartConfig(task_kwargs=EASY, steps=100),
+    base = dict(task_kwargs=EASY, warmstart=WarmStartConfig(task_kwargs=EASY, steps=80),
                 num_generations=8, prompts_per_step=8, steps=40, learning_rate=1e-4,
-                eval_every=20, max_completion_length=4, device="cpu")
+                eval_every=20 * 64, max_completion_length=4, device="cpu")
     base.update(kw)
     return GRPOConfig(**base)
 

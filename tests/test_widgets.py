@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from grpolab import theory
-from grpolab.book import sliders
+from grpolab.book import figures, sliders
 from grpolab.book.sliders import EXPLORERS, Explorer, Slider
 
 
@@ -178,11 +178,11 @@ def test_slider_validation():
 
 
 def test_softmax_at_temperature():
-    q = sliders.softmax_at_temperature([2.0, 1.0, 0.0], 1.0)
+    q = figures.softmax_at_temperature([2.0, 1.0, 0.0], 1.0)
     np.testing.assert_allclose(q, np.exp([2, 1, 0]) / np.exp([2, 1, 0]).sum())
-    assert sliders.softmax_at_temperature([2.0, 1.0], 0.01)[0] == pytest.approx(1.0)
+    assert figures.softmax_at_temperature([2.0, 1.0], 0.01)[0] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="temperature"):
-        sliders.softmax_at_temperature([1.0], 0.0)
+        figures.softmax_at_temperature([1.0], 0.0)
 
 
 @pytest.mark.slow

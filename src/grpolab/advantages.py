@@ -12,6 +12,11 @@ Options give the neighbours of GRPO: Dr. GRPO (``scale="none"``), RLOO
 Inputs may be numpy arrays or torch tensors; the output has the input's type (and,
 for torch, its device and dtype). torch is never imported here.
 
+Rewards are real numbers (booleans count as 0/1); strings, None and non-finite values
+are refused with an error naming ``rewards``. Rewards of any finite size work: when
+their magnitude would overflow (or underflow) the std, each group is rescaled by a
+power of two first, which leaves the normalised advantages exact.
+
 Derived in: book/theory/01-grpo-in-one-page.md ("The advantage") and
 book/theory/06-normalization.md ("eps and ddof conventions").
 """
@@ -20,7 +25,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpolab._validate import as_positive_int
+from grpolab._validate import (
+    as_choice,
+    as_ddof,
+    as_positive_int,
+    as_real_array,
+    as_real_scalar,
+)
 
 __all__ = ["group_advantages", "zero_variance_groups", "SCALES", "BASELINES"]
 
@@ -36,7 +47,12 @@ def _grouped(rewards, group_size: int):
     """Check the shapes and return rewards as (n_groups, G) plus the backend flag."""
     G = as_positive_int(group_size, "group_size")
     torch_input = _is_torch(rewards)
-    r = rewards if torch_input else np.asarray(rewards, dtype=float)
+    if torch_input:
+        r = rewards
+        if r.dtype.is_complex:
+            raise TypeError(f"rewards must be real, got a {r.dtype} tensor")
+    else:
+        r = as_real_array(rewards, "rewards", allow_bool=True)
     if r.ndim != 1:
         raise ValueError(f"rewards must be a flat 1-D array, got shape {tuple(r.shape)}")
     n = r.shape[0]
@@ -59,6 +75,89 @@ def _std(x, ddof: int, torch_input: bool, axis=None):
     if torch_input:
         return x.std(dim=axis, correction=ddof, keepdim=axis is not None)
     return x.std(axis=axis, ddof=ddof, keepdims=axis is not None)
+
+
+def _divide(centred, denom, torch_input: bool):
+    """centred / denom, and 0 where denom is 0: with eps = 0 a constant group (or G = 1)
+    has nothing to normalise, and 0/0 must not leak out as NaN."""
+    if torch_input:
+        return (centred / denom).masked_fill(~(denom > 0), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denom > 0, centred / np.where(denom > 0, denom, 1.0), 0.0)
+
+
+def _advantages(r, G: int, scale: str, baseline: str, ddof: int, eps, torch_input: bool):
+    """The formulas on grouped rewards r of shape (n_groups, G); eps may be per group."""
+    if baseline == "mean":
+        centred = r - r.mean(**({"dim": 1} if torch_input else {"axis": 1}), keepdims=True)
+    else:
+        total = r.sum(**({"dim": 1} if torch_input else {"axis": 1}), keepdims=True)
+        centred = r - (total - r) / (G - 1)
+
+    if scale == "group":
+        std = _std(r, ddof, torch_input, axis=1) if G > ddof else r[:, :1] * 0
+        centred = _divide(centred, std + eps, torch_input)
+    elif scale == "batch":
+        flat = r.reshape(-1)
+        std = _std(flat, ddof, torch_input) if flat.shape[0] > ddof else flat.sum() * 0
+        centred = _divide(centred, std + eps, torch_input)
+    return centred
+
+
+def _float_info(r, torch_input: bool) -> tuple[float, float, float]:
+    """(max, tiny, eps) of r's float type, for numpy arrays and torch tensors alike
+    (torch's dtypes are told apart by name, so torch need not be imported)."""
+    if not torch_input:
+        info = np.finfo(r.dtype)
+    else:
+        name = str(r.dtype).removeprefix("torch.")
+        if name == "bfloat16":  # float32's exponent range with an 8-bit significand
+            return float(np.finfo(np.float32).max), float(np.finfo(np.float32).tiny), 2.0**-7
+        info = np.finfo(np.dtype(name))
+    return float(info.max), float(info.tiny), float(info.eps)
+
+
+def _needs_rescaling(r, torch_input: bool) -> bool:
+    """True when squaring deviations of rewards this size could overflow or underflow.
+
+    Sums of n squared deviations (each at most (2·max|r|)²) stay finite while
+    max|r| ≤ √(max/n)/2; deviations of relative size ε (rounding) keep non-zero squares
+    while max|r| ≥ √tiny/ε. Ordinary rewards are far inside, and take the plain path.
+    """
+    biggest, tiny, eps = _float_info(r, torch_input)
+    if torch_input:
+        group_max = r.abs().max(dim=1).values
+        n = r.numel()
+    else:
+        group_max = np.abs(r).max(axis=1)
+        n = r.size
+    high = float(np.sqrt(biggest / n)) / 2
+    low = float(np.sqrt(tiny)) / eps
+    return bool((group_max > high).any() or ((group_max > 0) & (group_max < low)).any())
+
+
+def _rescaled_advantages(r, G: int, scale: str, baseline: str, ddof: int, eps: float):
+    """The advantages of float64 rewards computed on r · 2^−e, with 2^e each group's
+    (or, for ``scale="batch"``, the batch's) largest |r| rounded up to a power of two.
+
+    Scaling by a power of two is exact, and the normalised advantages do not depend on
+    the scale once eps is scaled too, so the result is what exact arithmetic would give.
+    Without the std (``scale="none"``) the scale is put back, and a spread that does
+    not fit in a float64 is refused.
+    """
+    axis = None if scale == "batch" else 1
+    biggest = np.abs(r).max(axis=axis, keepdims=axis is not None)
+    e = np.frexp(biggest)[1]
+    advantages = _advantages(np.ldexp(r, -e), G, scale, baseline, ddof, np.ldexp(eps, -e),
+                             False)
+    if scale == "none":
+        with np.errstate(over="ignore"):
+            advantages = np.ldexp(advantages, e)
+        if not np.isfinite(advantages).all():
+            raise ValueError("rewards spread too widely: r minus the baseline overflows "
+                             "float64 (|r| up to " f"{float(np.abs(r).max()):.3g}); "
+                             "rescale the rewards")
+    return advantages
 
 
 def group_advantages(rewards, group_size: int, *, scale: str = "group", baseline: str = "mean",
@@ -89,32 +188,24 @@ def group_advantages(rewards, group_size: int, *, scale: str = "group", baseline
 
     Derived in: book/theory/01-grpo-in-one-page.md, "The advantage".
     """
-    if scale not in SCALES:
-        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
-    if baseline not in BASELINES:
-        raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}")
-    if ddof not in (0, 1):
-        raise ValueError(f"ddof must be 0 or 1, got {ddof!r}")
-    if not eps >= 0:
-        raise ValueError(f"eps must be >= 0, got {eps!r}")
+    scale = as_choice(scale, "scale", SCALES)
+    baseline = as_choice(baseline, "baseline", BASELINES)
+    ddof = as_ddof(ddof)
+    eps = as_real_scalar(eps, "eps")
     r, G, torch_input = _grouped(rewards, group_size)
     if baseline == "leave_one_out" and G < 2:
         raise ValueError("group_size must be >= 2 for baseline='leave_one_out'")
 
-    if baseline == "mean":
-        centred = r - r.mean(**({"dim": 1} if torch_input else {"axis": 1}), keepdims=True)
-    else:
-        total = r.sum(**({"dim": 1} if torch_input else {"axis": 1}), keepdims=True)
-        centred = r - (total - r) / (G - 1)
-
-    if scale == "group":
-        std = _std(r, ddof, torch_input, axis=1) if G > ddof else r[:, :1] * 0
-        centred = centred / (std + eps)
-    elif scale == "batch":
-        flat = r.reshape(-1)
-        std = _std(flat, ddof, torch_input) if flat.shape[0] > ddof else flat.sum() * 0
-        centred = centred / (std + eps)
-    return centred.reshape(-1)
+    if _needs_rescaling(r, torch_input):
+        if not torch_input:
+            return _rescaled_advantages(r, G, scale, baseline, ddof, eps).reshape(-1)
+        r64 = r.detach().cpu().double().numpy()
+        out = _rescaled_advantages(r64, G, scale, baseline, ddof, eps).reshape(-1)
+        if (np.abs(out) > _float_info(r, True)[0]).any():
+            raise ValueError(f"rewards: the advantages overflow {r.dtype}; rescale the rewards "
+                             "or pass float64 rewards")
+        return r.new_tensor(out).reshape(-1)  # r's dtype and device
+    return _advantages(r, G, scale, baseline, ddof, eps, torch_input).reshape(-1)
 
 
 def zero_variance_groups(rewards, group_size: int, atol: float = 1e-6):
@@ -129,11 +220,11 @@ def zero_variance_groups(rewards, group_size: int, atol: float = 1e-6):
 
     Derived in: book/theory/03-zero-gradient.md, "The derivation".
     """
-    if not atol >= 0:
-        raise ValueError(f"atol must be >= 0, got {atol!r}")
+    atol = as_real_scalar(atol, "atol")
     r, _, torch_input = _grouped(rewards, group_size)
     if torch_input:
         spread = r.max(dim=1).values - r.min(dim=1).values
     else:
-        spread = r.max(axis=1) - r.min(axis=1)
+        with np.errstate(over="ignore"):  # a spread past float64's range is inf: not constant
+            spread = r.max(axis=1) - r.min(axis=1)
     return spread <= atol

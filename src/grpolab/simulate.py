@@ -8,6 +8,11 @@ are functions of k. That makes 10⁶ groups take milliseconds.
 
 Every function returns an :class:`MCEstimate` with a standard error, so a test can
 ask "within 5 standard errors" instead of guessing a tolerance.
+
+Domains (checked on entry, with an error naming the argument): p is one probability,
+G one integer in [1, 10⁶], the sample counts are positive integers, a call draws at most
+:data:`~grpolab._validate.MAX_DRAWS` = 10⁸ numbers (memory), and ``seed`` is None, a
+non-negative integer or a numpy ``SeedSequence``/``Generator``.
 """
 
 from __future__ import annotations
@@ -16,7 +21,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpolab._validate import as_group_size, as_positive_int, as_probability
+from grpolab._validate import (
+    MAX_DRAWS,
+    MAX_GROUP_SIZE,
+    as_choice,
+    as_ddof,
+    as_positive_int,
+    as_probability,
+    as_probability_scalar,
+    as_real_array,
+    as_real_scalar,
+)
 
 __all__ = [
     "MCEstimate",
@@ -24,6 +39,10 @@ __all__ = [
     "dynamic_sampling_mc",
     "group_std_mc",
     "identical_group_mc",
+    "leave_one_out_gradient_mc",
+    "minibatch_gradient_constants",
+    "minibatch_gradient_mc",
+    "softmax_policy_moments",
     "zero_gradient_mc",
     "zero_gradient_beta_mc",
 ]
@@ -42,6 +61,29 @@ class MCEstimate:
         return abs(self.mean - value) <= z * self.stderr + atol
 
 
+def _rng(seed) -> np.random.Generator:
+    """``np.random.default_rng(seed)``, with an error naming ``seed`` for a bad one."""
+    if isinstance(seed, (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)):
+        return np.random.default_rng(seed)
+    if seed is not None:
+        seed = as_positive_int(seed, "seed", minimum=0)
+    return np.random.default_rng(seed)
+
+
+def _group_size(G, minimum: int = 1) -> int:
+    return as_positive_int(G, "G", minimum=minimum, maximum=MAX_GROUP_SIZE)
+
+
+def _samples(value, name: str) -> int:
+    return as_positive_int(value, name, maximum=MAX_DRAWS)
+
+
+def _check_draws(total: int, names: str) -> None:
+    if total > MAX_DRAWS:
+        raise ValueError(f"{names}: {total:.3g} draws exceed {MAX_DRAWS:.0e} (memory); "
+                         "lower one of them")
+
+
 def _proportion(hits: np.ndarray) -> MCEstimate:
     n = hits.size
     m = float(hits.mean())
@@ -53,10 +95,10 @@ def zero_gradient_mc(p: float, G: int, n_groups: int = 1_000_000, seed: int = 0)
 
     Checks :func:`grpolab.theory.zero_gradient_probability`.
     """
-    p = float(as_probability(p))
-    G = int(as_group_size(G))
-    n = as_positive_int(n_groups, "n_groups")
-    k = np.random.default_rng(seed).binomial(G, p, size=n)
+    p = as_probability_scalar(p)
+    G = _group_size(G)
+    n = _samples(n_groups, "n_groups")
+    k = _rng(seed).binomial(G, p, size=n)
     return _proportion((k == 0) | (k == G))
 
 
@@ -66,9 +108,11 @@ def zero_gradient_beta_mc(G: int, a: float, b: float, n_groups: int = 1_000_000,
 
     Checks :func:`grpolab.theory.beta_zero_gradient_probability`.
     """
-    G = int(as_group_size(G))
-    n = as_positive_int(n_groups, "n_groups")
-    rng = np.random.default_rng(seed)
+    G = _group_size(G)
+    a = as_real_scalar(a, "a", minimum=1e-300, maximum=1e300)  # a Beta parameter
+    b = as_real_scalar(b, "b", minimum=1e-300, maximum=1e300)
+    n = _samples(n_groups, "n_groups")
+    rng = _rng(seed)
     k = rng.binomial(G, rng.beta(a, b, size=n))
     return _proportion((k == 0) | (k == G))
 
@@ -83,15 +127,18 @@ def baseline_variance_mc(G: int, *, reward: str = "bernoulli", p: float = 0.5,
     Checks :func:`grpolab.theory.baseline_variance`. The standard error uses the
     fourth central moment of r̄.
     """
-    G = int(as_group_size(G))
-    n = as_positive_int(n_groups, "n_groups")
-    rng = np.random.default_rng(seed)
+    G = _group_size(G)
+    n = _samples(n_groups, "n_groups")
+    reward = as_choice(reward, "reward", ("bernoulli", "gaussian"))
+    p = as_probability_scalar(p)
+    # σ ≤ 1e50 keeps σ⁴, which the standard error uses, finite.
+    sigma = as_real_scalar(sigma, "sigma", maximum=1e50)
+    rng = _rng(seed)
     if reward == "bernoulli":
-        means = rng.binomial(G, float(as_probability(p)), size=n) / G
-    elif reward == "gaussian":
-        means = rng.normal(0.0, sigma, size=(n, G)).mean(axis=1)
+        means = rng.binomial(G, p, size=n) / G
     else:
-        raise ValueError(f"reward must be 'bernoulli' or 'gaussian', got {reward!r}")
+        _check_draws(n * G, "n_groups × G")
+        means = rng.normal(0.0, sigma, size=(n, G)).mean(axis=1)
     centred = means - means.mean()
     var = float(np.mean(centred**2)) * n / max(n - 1, 1)
     m4 = float(np.mean(centred**4))
@@ -106,9 +153,10 @@ def group_std_mc(p: float, G: int, ddof: int = 1, n_groups: int = 1_000_000,
     few and far apart, which is why the group's own std is a noisy normaliser.
     Returns the array of per-group stds (not an estimate), for histograms.
     """
-    G = int(as_group_size(G, minimum=2))
-    n = as_positive_int(n_groups, "n_groups")
-    q = np.random.default_rng(seed).binomial(G, float(as_probability(p)), size=n) / G
+    G = _group_size(G, minimum=2)
+    ddof = as_ddof(ddof)
+    n = _samples(n_groups, "n_groups")
+    q = _rng(seed).binomial(G, as_probability_scalar(p), size=n) / G
     return np.sqrt(G / (G - ddof) * q * (1 - q))
 
 
@@ -122,13 +170,14 @@ def dynamic_sampling_mc(p: float, G: int, informative_groups: int, groups_per_ba
     filled it), the completions generated, and the probability of hitting the cap.
     Checks the ``dynamic_sampling_*`` functions in :mod:`grpolab.theory`.
     """
-    p = float(as_probability(p))
-    G = int(as_group_size(G))
-    B = as_positive_int(informative_groups, "informative_groups")
-    b = as_positive_int(groups_per_batch, "groups_per_batch")
-    K = as_positive_int(max_batches, "max_batches")
-    T = as_positive_int(n_trials, "n_trials")
-    rng = np.random.default_rng(seed)
+    p = as_probability_scalar(p)
+    G = _group_size(G)
+    B = _samples(informative_groups, "informative_groups")
+    b = _samples(groups_per_batch, "groups_per_batch")
+    K = _samples(max_batches, "max_batches")
+    T = _samples(n_trials, "n_trials")
+    _check_draws(T * K * b, "n_trials × max_batches × groups_per_batch")
+    rng = _rng(seed)
     k = rng.binomial(G, p, size=(T, K * b))
     informative = (k > 0) & (k < G)
     cum = np.cumsum(informative, axis=1)
@@ -159,8 +208,200 @@ def identical_group_mc(probs, G: int, n_groups: int = 200_000, seed: int = 0) ->
     Draws the multinomial count vector (the sufficient statistic) for each group.
     Checks :func:`grpolab.theory.identical_group_probability`.
     """
-    q = as_probability(probs, "probs").ravel()
-    G = int(as_group_size(G))
-    n = as_positive_int(n_groups, "n_groups")
-    counts = np.random.default_rng(seed).multinomial(G, q / q.sum(), size=n)
+    q = as_probability(probs, "probs")
+    if q.ndim != 1 or q.size == 0 or not np.isclose(q.sum(), 1.0, rtol=0.0, atol=1e-6):
+        raise ValueError("probs must be one distribution: a 1-D array of probabilities "
+                         f"summing to 1, got shape {q.shape} summing to {q.sum():.6g}")
+    G = _group_size(G)
+    n = _samples(n_groups, "n_groups")
+    _check_draws(n * q.size, "n_groups × len(probs)")
+    counts = _rng(seed).multinomial(G, q / q.sum(), size=n)
     return _proportion(counts.max(axis=1) == G)
+
+
+# ----------------------------------------------------------------------------------------
+# The policy gradient of a small softmax policy (book/theory/02, "How G enters the gradient's
+# variance")
+# ----------------------------------------------------------------------------------------
+#: Largest |logit| and |reward| the softmax toy accepts: its squares stay finite.
+_TOY_LIMIT = 1e100
+
+
+def _softmax(logits) -> np.ndarray:
+    z = as_real_array(logits, "logits", expected="a list of at least 2 finite numbers")
+    z = z.ravel()
+    if z.size < 2 or not np.isfinite(z).all() or (np.abs(z) > _TOY_LIMIT).any():
+        raise ValueError(f"logits must be at least 2 finite numbers of size <= 1e100, "
+                         f"got {logits!r}")
+    z = np.exp(z - z.max())
+    return z / z.sum()
+
+
+def _rewards_for(rewards, K: int) -> np.ndarray:
+    r = as_real_array(rewards, "rewards", expected=f"{K} finite numbers (one per action)")
+    r = r.ravel()
+    if r.size != K or not np.isfinite(r).all() or (np.abs(r) > _TOY_LIMIT).any():
+        raise ValueError(f"rewards must be {K} finite numbers of size <= 1e100 (one per "
+                         f"action), got {rewards!r}")
+    return r
+
+
+def _policies(policies) -> list:
+    if isinstance(policies, (str, bytes)) or not isinstance(policies, (list, tuple)):
+        raise TypeError(f"policies must be a list of (logits, rewards) pairs, got {policies!r}")
+    if not policies:
+        raise ValueError("policies must list at least one (logits, rewards) pair")
+    for pair in policies:
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise TypeError(f"policies must be a list of (logits, rewards) pairs, got {pair!r}")
+    return list(policies)
+
+
+def softmax_policy_moments(logits, rewards) -> dict[str, float]:
+    """Exact moments of the score-function gradient of a one-step softmax policy.
+
+    The policy picks action a with probability π = softmax(logits) and gets the
+    deterministic reward ``rewards[a]``; the score is ∇_logits log π(a) = e_a − π. Summing
+    over the K actions (no sampling) gives the right-hand sides that
+    :func:`leave_one_out_gradient_mc` is checked against:
+
+    - ``mu`` = E[r], ``sigma2`` = Var(r);
+    - ``score_sq`` = E‖∇log π‖² (= 1 − Σπ²);
+    - ``weighted`` = E[(r − μ)² ‖∇log π‖²] (the oracle-baseline second moment);
+    - ``true_gradient_sq`` = ‖∇J‖², with ∇J = E[(e_a − π) r].
+
+    Derived in: book/theory/02-baseline-variance.md, "How G enters the gradient's variance".
+    """
+    pi = _softmax(logits)
+    r = _rewards_for(rewards, pi.size)
+    mu = float(pi @ r)
+    score = np.eye(pi.size) - pi                     # row a: e_a − π
+    score_sq = np.sum(score**2, axis=1)              # ‖e_a − π‖²
+    grad = pi @ (score * r[:, None])
+    return {"mu": mu, "sigma2": float(pi @ (r - mu) ** 2),
+            "score_sq": float(pi @ score_sq),
+            "weighted": float(pi @ ((r - mu) ** 2 * score_sq)),
+            "true_gradient_sq": float(grad @ grad)}
+
+
+def leave_one_out_gradient_mc(logits, rewards, G: int, n_groups: int = 100_000,
+                              seed: int = 0) -> dict[str, MCEstimate]:
+    """Draw groups of G actions from a softmax policy and measure their policy gradients.
+
+    For completion i of a group, g_i = (e_{a_i} − π)(r_i − b_i) with baseline b_i either
+    the oracle μ = E[r] or the leave-one-out mean of the other G − 1 rewards. Returns:
+
+    - ``loo_second_moment``, ``oracle_second_moment``: E‖g_i‖² per completion (averaged
+      over the G completions of a group, so the groups are the independent samples);
+    - ``loo_group_mse``, ``oracle_group_mse``: E‖ĝ − ∇J‖² of the group gradient
+      ĝ = (1/G) Σ_i g_i;
+    - ``grpo_gradient_scale``: ⟨ĝ_GRPO, ∇J⟩/‖∇J‖² for GRPO's centring r_i − r̄ (no std),
+      whose mean is (G − 1)/G;
+    - ``std_scaled_gradient_scale``: the same for GRPO's advantage (r_i − r̄)/(s + 10⁻⁴)
+      (ddof = 1), whose mean depends on the reward distribution, not only on G.
+
+    Checks :func:`grpolab.theory.gradient_variance_inflation` and the moments of
+    :func:`softmax_policy_moments`.
+    """
+    pi = _softmax(logits)
+    r_of = _rewards_for(rewards, pi.size)
+    G = _group_size(G, minimum=2)
+    n = as_positive_int(n_groups, "n_groups")
+    if n * G * pi.size > MAX_DRAWS:
+        raise ValueError(f"n_groups × G × actions: {n * G * pi.size} draws exceed {MAX_DRAWS}")
+    a = _rng(seed).choice(pi.size, size=(n, G), p=pi)
+    r = r_of[a]
+    score_sq = (1.0 - 2.0 * pi + pi @ pi)[a]          # ‖e_a − π‖², without building e_a
+    mu = float(pi @ r_of)
+    loo = (r.sum(axis=1, keepdims=True) - r) / (G - 1)
+    grad = pi @ ((np.eye(pi.size) - pi) * r_of[:, None])
+    grad_sq = float(grad @ grad)
+
+    def group_gradient(weights: np.ndarray) -> np.ndarray:
+        # (1/G) Σ_i (e_{a_i} − π) w_i, one K-vector per group
+        hits = np.zeros((n, pi.size))
+        np.add.at(hits, (np.repeat(np.arange(n), G), a.ravel()), weights.ravel())
+        return (hits - weights.sum(axis=1, keepdims=True) * pi) / G
+
+    def est(x: np.ndarray) -> MCEstimate:
+        return MCEstimate(float(x.mean()), float(x.std(ddof=1) / np.sqrt(x.size)), int(x.size))
+
+    centred = r - r.mean(axis=1, keepdims=True)
+    std = r.std(axis=1, ddof=1, keepdims=True)
+    out = {
+        "loo_second_moment": est((score_sq * (r - loo) ** 2).mean(axis=1)),
+        "oracle_second_moment": est((score_sq * (r - mu) ** 2).mean(axis=1)),
+        "loo_group_mse": est(np.sum((group_gradient(r - loo) - grad) ** 2, axis=1)),
+        "oracle_group_mse": est(np.sum((group_gradient(r - mu) - grad) ** 2, axis=1)),
+    }
+    if grad_sq > 0:
+        out["grpo_gradient_scale"] = est(group_gradient(centred) @ grad / grad_sq)
+        out["std_scaled_gradient_scale"] = est(
+            group_gradient(centred / (std + 1e-4)) @ grad / grad_sq)
+    return out
+
+
+def minibatch_gradient_constants(policies) -> dict[str, float]:
+    """c₁, c₂, c₃ of MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG(G − 1)) for a tabular toy.
+
+    ``policies`` is a list of (logits, rewards), one per prompt; each prompt has its own
+    block of logits, prompts are drawn uniformly, and the objective is the mean of the
+    prompts' expected rewards. Per prompt x (see :func:`softmax_policy_moments`), with
+    ∇J_x its true gradient and the step's target ∇J = (1/P) Σ_x ∇J_x (in blocks):
+
+    - c₁ = E_x‖∇J_x‖² − ‖∇J‖²      (how much prompts disagree),
+    - c₂ = E_x[weighted_x − ‖∇J_x‖²]  (the oracle baseline's within-group noise),
+    - c₃ = E_x[σ²_x E‖∇log π‖² + ‖∇J_x‖²]  (the leave-one-out baseline's cost).
+
+    Derived in: book/theory/02-baseline-variance.md, "The minibatch form and G*".
+    """
+    m = [softmax_policy_moments(z, r) for z, r in _policies(policies)]
+    P = len(m)
+    grad_sq = np.array([x["true_gradient_sq"] for x in m])
+    return {"c1": float(grad_sq.mean() - grad_sq.sum() / P**2),
+            "c2": float(np.mean([x["weighted"] - x["true_gradient_sq"] for x in m])),
+            "c3": float(np.mean([x["sigma2"] * x["score_sq"] + x["true_gradient_sq"]
+                                 for x in m]))}
+
+
+def minibatch_gradient_mc(policies, B: int, G: int, n_trials: int = 20_000,
+                          seed: int = 0) -> MCEstimate:
+    """E‖ĝ − ∇J‖² of a minibatch of B prompts × G completions in the tabular toy of
+    :func:`minibatch_gradient_constants`: each trial draws B prompts uniformly (with
+    replacement), G actions for each, leave-one-out advantages, and puts each group's
+    gradient (1/G) Σ_i (e_{a_i} − π_x)(r_i − r̄₋ᵢ) into its prompt's block, averaged over B.
+
+    Checks :func:`grpolab.theory.minibatch_gradient_mse` (with 1/(G(G − 1)) for 1/G²) and,
+    at a fixed budget, :func:`grpolab.theory.optimal_group_size`.
+    """
+    policies = _policies(policies)
+    B = as_positive_int(B, "B", maximum=10_000)
+    G = _group_size(G, minimum=2)
+    T = as_positive_int(n_trials, "n_trials", maximum=10**7)
+    pis = [_softmax(z) for z, _ in policies]
+    if T * B * G * pis[0].size > MAX_DRAWS:
+        raise ValueError(f"n_trials × B × G × actions: {T * B * G * pis[0].size} draws exceed "
+                         f"{MAX_DRAWS}")
+    rs = [_rewards_for(r, pi.size) for (_, r), pi in zip(policies, pis, strict=True)]
+    P, M = len(pis), pis[0].size
+    if any(pi.size != M for pi in pis):
+        raise ValueError("every policy needs the same number of actions")
+    rng = _rng(seed)
+    which = rng.integers(P, size=(T, B))
+    blocks = np.zeros((T, P, M))                   # the minibatch gradient, block by block
+    for x in range(P):
+        t_idx, _ = np.nonzero(which == x)
+        n = t_idx.size
+        if n == 0:
+            continue
+        a = rng.choice(M, size=(n, G), p=pis[x])
+        r = rs[x][a]
+        adv = r - (r.sum(axis=1, keepdims=True) - r) / (G - 1)
+        hits = np.bincount((np.arange(n)[:, None] * M + a).ravel(), weights=adv.ravel(),
+                           minlength=n * M).reshape(n, M)
+        group = (hits - adv.sum(axis=1, keepdims=True) * pis[x]) / G
+        np.add.at(blocks[:, x, :], t_idx, group / B)
+    target = np.stack([pi @ ((np.eye(M) - pi) * r[:, None]) for pi, r in zip(pis, rs,
+                                                                             strict=True)]) / P
+    err = np.sum((blocks - target) ** 2, axis=(1, 2))
+    return MCEstimate(float(err.mean()), float(err.std(ddof=1) / np.sqrt(T)), T)

@@ -1,8 +1,14 @@
 """Closed forms for GRPO's group size G, as derived in the book.
 
 Every function broadcasts over numpy arrays of ``p`` and ``G``, stays finite and
-accurate for G up to 10,000 and for p near 0 or 1 (powers are taken in log space),
-and names the book chapter that derives it ("Derived in: ...").
+accurate for p near 0 or 1 and large G (powers are taken in log space), and names the
+book chapter that derives it ("Derived in: ...").
+
+Domains (checked on entry; a bad argument raises a ValueError or TypeError that names
+it, never a NaN, an inf or a wrapped integer): p is a probability in [0, 1]; G is an
+integer in [1, :data:`MAX_GROUP_SIZE`] = [1, 10⁶]; counts (prompts, budgets, trials,
+batches) lie in [0, 10¹⁵]; Beta parameters a, b in [1e-300, 1e300]; every other number
+is finite. See :mod:`grpolab._validate`.
 
 Only numpy and scipy are imported, so this module also runs in a browser Python.
 """
@@ -15,15 +21,28 @@ import numpy as np
 from scipy import special, stats
 
 from grpolab._validate import (
+    MAX_COUNT,
+    MAX_DRAWS,
+    MAX_GROUP_SIZE,
+    ArgumentTypeError,
+    as_choice,
+    as_ddof,
+    as_flag,
     as_group_size,
+    as_integer_array,
     as_nonnegative,
+    as_positive,
     as_positive_int,
     as_probability,
+    as_probability_scalar,
+    as_real_scalar,
+    finite_result,
     scalar_or_array,
 )
 
 __all__ = [
     "BERNOULLI_VARIANCE_MAX",
+    "MAX_GROUP_SIZE",
     "SamplingCost",
     "all_fail_probability",
     "all_pass_probability",
@@ -139,10 +158,13 @@ def minibatch_gradient_mse(B, G, c1, c2, c3):
 
     Derived in: book/theory/02-baseline-variance.md, "The minibatch form and G*".
     """
-    B = as_group_size(B, "B")
+    B = as_group_size(B, "B", maximum=MAX_COUNT)
     G = as_group_size(G)
     c1, c2, c3 = (as_nonnegative(c, n) for c, n in ((c1, "c1"), (c2, "c2"), (c3, "c3")))
-    return scalar_or_array(c1 / B + c2 / (B * G) + c3 / (B * G * G))
+    with np.errstate(over="ignore"):
+        mse = c1 / B + c2 / (B * G) + c3 / (B * G * G)
+    return scalar_or_array(finite_result(
+        mse, "c1, c2, c3: the MSE overflows float64; rescale the variances"))
 
 
 def optimal_group_size(c1, c3):
@@ -158,7 +180,10 @@ def optimal_group_size(c1, c3):
     c3 = as_nonnegative(c3, "c3")
     if (c1 == 0).any():
         raise ValueError("c1 must be > 0: with no across-prompt variance G* is unbounded")
-    return scalar_or_array(np.sqrt(c3 / c1))
+    with np.errstate(over="ignore"):
+        g_star = np.sqrt(c3 / c1)
+    return scalar_or_array(finite_result(
+        g_star, "c1, c3: c3/c1 overflows float64; rescale the variances"))
 
 # --------------------------------------------------------------------------------------
 # P(zero gradient) = p^G + (1−p)^G             Derived in: book/theory/03-zero-gradient.md
@@ -194,9 +219,9 @@ def zero_gradient_probability(p, G):
 
     Derived in: book/theory/03-zero-gradient.md, "The derivation".
     """
-    return scalar_or_array(
-        np.asarray(all_pass_probability(p, G)) + np.asarray(all_fail_probability(p, G))
-    )
+    # p + (1 − p) can round to 1 + 1 ulp at G = 1; a probability stays in [0, 1].
+    return scalar_or_array(np.minimum(
+        np.asarray(all_pass_probability(p, G)) + np.asarray(all_fail_probability(p, G)), 1.0))
 
 
 def informative_probability(p, G):
@@ -234,20 +259,25 @@ def expected_informative_prompts(p, G, prompts):
     Derived in: book/theory/03-zero-gradient.md, "Prompts that carry signal".
     """
     if prompts is None:
-        return float(np.sum(informative_probability(np.asarray(p), G)))
-    B = as_nonnegative(prompts, "prompts")
+        return float(np.sum(informative_probability(p, G)))
+    B = as_nonnegative(prompts, "prompts", maximum=MAX_COUNT)
     return scalar_or_array(B * np.asarray(informative_probability(p, G)))
 
 
+#: The Beta parameters a, b the Beta-prior forms accept: betaln stays finite on this range.
+BETA_PARAMETER_RANGE = (1e-300, 1e300)
+
+
 def _beta_moment(a, b, G, *, of_complement: bool):
-    a = as_nonnegative(a, "a")
-    b = as_nonnegative(b, "b")
-    if (a <= 0).any() or (b <= 0).any():
-        raise ValueError("Beta parameters a and b must be > 0")
+    a = as_positive(a, "a", *BETA_PARAMETER_RANGE, what="a Beta parameter")
+    b = as_positive(b, "b", *BETA_PARAMETER_RANGE, what="a Beta parameter")
     G = as_group_size(G)
     if of_complement:  # E[(1−p)^G] = B(a, b+G) / B(a, b)
-        return np.exp(special.betaln(a, b + G) - special.betaln(a, b))
-    return np.exp(special.betaln(a + G, b) - special.betaln(a, b))  # E[p^G]
+        moment = np.exp(special.betaln(a, b + G) - special.betaln(a, b))
+    else:
+        moment = np.exp(special.betaln(a + G, b) - special.betaln(a, b))  # E[p^G]
+    moment = np.asarray(moment)
+    return np.minimum(moment, 1.0, out=moment)  # rounding in betaln must not pass 1
 
 
 def beta_all_pass_probability(G, a, b):
@@ -279,10 +309,9 @@ def beta_zero_gradient_probability(G, a, b):
 
     Derived in: book/theory/03-zero-gradient.md, "Averaging over difficulty".
     """
-    return scalar_or_array(
-        np.asarray(beta_all_pass_probability(G, a, b))
-        + np.asarray(beta_all_fail_probability(G, a, b))
-    )
+    total = np.asarray(_beta_moment(a, b, G, of_complement=False)
+                       + _beta_moment(a, b, G, of_complement=True))
+    return scalar_or_array(np.minimum(total, 1.0, out=total))
 
 
 def empirical_zero_gradient_probability(pass_rates, G):
@@ -297,6 +326,9 @@ def empirical_zero_gradient_probability(pass_rates, G):
     if p.size == 0:
         raise ValueError("pass_rates must hold at least one pass rate")
     G = as_group_size(G)
+    if p.size * G.size > MAX_DRAWS:
+        raise ValueError(f"pass_rates × G: {p.size} × {G.size} cells exceed {MAX_DRAWS:.0e}; "
+                         "pass fewer pass rates or group sizes")
     z = zero_gradient_probability(p[:, None], G.reshape(1, -1))
     return scalar_or_array(np.asarray(z).mean(axis=0).reshape(G.shape))
 
@@ -312,21 +344,26 @@ def unbiased_zero_gradient_estimate(successes, trials, G):
 
     Derived in: book/labs/01-g-sweep.md, "Zero-variance groups: theory next to measurement".
     """
-    k = np.asarray(successes)
-    n = np.asarray(trials)
+    k = as_integer_array(successes, "successes", minimum=0, maximum=MAX_COUNT)
+    n = as_integer_array(trials, "trials", minimum=1, maximum=MAX_COUNT)
     G = as_group_size(G)
-    if (k < 0).any() or (k > n).any():
+    if (k > n).any():
         raise ValueError("successes must lie in [0, trials]")
     if (n < G).any():
         raise ValueError("trials must be >= G for the unbiased estimate")
 
     def log_comb(N, K):
+        # log C(N, K) = −log(N + 1) − log B(N − K + 1, K + 1): betaln keeps its accuracy
+        # for N ≫ K, where a difference of three gammaln values loses it (at N = 4.6e11,
+        # K = 4 the estimate came out 1.002).
+        N, K = np.asarray(N, dtype=float), np.asarray(K, dtype=float)
         with np.errstate(invalid="ignore"):
-            out = special.gammaln(N + 1) - special.gammaln(K + 1) - special.gammaln(N - K + 1)
+            out = -np.log1p(N) - special.betaln(np.maximum(N - K, 0) + 1, K + 1)
         return np.where(K > N, -np.inf, out)
 
     denom = log_comb(n, G)
-    return scalar_or_array(np.exp(log_comb(k, G) - denom) + np.exp(log_comb(n - k, G) - denom))
+    estimate = np.exp(log_comb(k, G) - denom) + np.exp(log_comb(n - k, G) - denom)
+    return scalar_or_array(np.clip(estimate, 0.0, 1.0))
 
 
 # --------------------------------------------------------------------------------------
@@ -342,20 +379,24 @@ def dynamic_sampling_expected_groups(p, G, informative_groups):
 
     Derived in: book/theory/05-degenerate-groups.md, "The cost of dynamic sampling".
     """
-    B = as_nonnegative(informative_groups, "informative_groups")
+    B = as_nonnegative(informative_groups, "informative_groups", maximum=MAX_COUNT)
     q = np.asarray(informative_probability(p, G))
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):
         return scalar_or_array(np.where(q > 0, B / np.where(q > 0, q, 1.0), np.inf))
 
 
 def dynamic_sampling_expected_completions(p, G, informative_groups):
     """Expected completions generated to fill B informative groups: G · B / q.
 
+    ∞ when no group can carry signal (q = 0: p ∈ {0, 1} or G = 1), as for
+    :func:`dynamic_sampling_expected_groups`.
+
     Derived in: book/theory/05-degenerate-groups.md, "The cost of dynamic sampling".
     """
     G_arr = as_group_size(G)
     groups = np.asarray(dynamic_sampling_expected_groups(p, G, informative_groups))
-    return scalar_or_array(G_arr * groups)
+    with np.errstate(over="ignore"):
+        return scalar_or_array(G_arr * groups)
 
 
 def dynamic_sampling_cap_probability(p, G, informative_groups, groups_per_batch, max_batches):
@@ -368,11 +409,12 @@ def dynamic_sampling_cap_probability(p, G, informative_groups, groups_per_batch,
 
     Derived in: book/theory/05-degenerate-groups.md, "Hitting the cap".
     """
-    B = as_positive_int(informative_groups, "informative_groups")
-    b = as_positive_int(groups_per_batch, "groups_per_batch")
-    k = as_group_size(max_batches, "max_batches")
+    B = as_positive_int(informative_groups, "informative_groups", maximum=MAX_COUNT)
+    b = as_positive_int(groups_per_batch, "groups_per_batch", maximum=MAX_COUNT)
+    k = as_group_size(max_batches, "max_batches", maximum=MAX_COUNT)
     q = np.asarray(informative_probability(p, G))
-    return scalar_or_array(stats.binom.cdf(B - 1, k * b, q))
+    n = k.astype(float) * b  # as floats: k · b can pass int64's range
+    return scalar_or_array(np.clip(stats.binom.cdf(B - 1, n, q), 0.0, 1.0))
 
 
 def dynamic_sampling_expected_batches(p, G, informative_groups, groups_per_batch,
@@ -383,13 +425,22 @@ def dynamic_sampling_expected_batches(p, G, informative_groups, groups_per_batch
 
     Derived in: book/theory/05-degenerate-groups.md, "Hitting the cap".
     """
-    B = as_positive_int(informative_groups, "informative_groups")
-    b = as_positive_int(groups_per_batch, "groups_per_batch")
-    q = float(informative_probability(p, G))
+    B = as_positive_int(informative_groups, "informative_groups", maximum=MAX_COUNT)
+    b = as_positive_int(groups_per_batch, "groups_per_batch", maximum=MAX_COUNT)
+    terms = as_positive_int(max_terms, "max_terms", maximum=10**7)
+    p = as_probability_scalar(p)
+    G = as_group_size(G)
+    if G.size != 1:
+        raise ArgumentTypeError(f"G must be a single group size here, got shape {G.shape}")
+    q = float(np.asarray(informative_probability(p, G)).reshape(()))
     if q == 0.0:
         return float("inf")
-    ks = np.arange(max_terms)
+    ks = np.arange(terms, dtype=float)
     tail = stats.binom.cdf(B - 1, ks * b, q)
+    if tail[-1] > 1e-12:  # the series has not converged: the sum would be silently too small
+        raise ValueError(f"max_terms={terms} is too few terms for q = P(informative group "
+                         f"| p, G) = {q:.3g}: P(K > {terms - 1}) = {tail[-1]:.3g}; pass a "
+                         "larger max_terms")
     return float(tail.sum())
 
 
@@ -412,27 +463,25 @@ def binary_advantages(k, G, *, baseline: str = "mean", ddof: int = 1, scale: str
     Derived in: book/theory/06-normalization.md, "Binary rewards in closed form".
     """
     G = as_group_size(G)
-    k = np.asarray(k)
-    if (k < 0).any() or (k > G).any():
-        raise ValueError("k must lie in [0, G]")
-    if ddof not in (0, 1):
-        raise ValueError(f"ddof must be 0 or 1, got {ddof!r}")
-    if scale not in ("group", "none"):
-        raise ValueError(f"scale must be 'group' or 'none' for binary_advantages, got {scale!r}")
+    k = as_integer_array(k, "k", minimum=0, maximum=MAX_GROUP_SIZE)
+    if (k > G).any():
+        raise ValueError("k must lie in [0, G]: k correct completions out of G")
+    ddof = as_ddof(ddof)
+    scale = as_choice(scale, "scale", ("group", "none"))
+    baseline = as_choice(baseline, "baseline", ("mean", "leave_one_out"))
+    eps = as_real_scalar(eps, "eps")
     q = k / G
     if baseline == "mean":
         a_pos, a_neg = 1.0 - q, -q
-    elif baseline == "leave_one_out":
+    else:
         if (G < 2).any():
             raise ValueError("G must be >= 2 for the leave-one-out baseline")
         a_pos, a_neg = (G - k) / (G - 1), -k / (G - 1)
-    else:
-        raise ValueError(f"baseline must be 'mean' or 'leave_one_out', got {baseline!r}")
     if scale == "group":
         with np.errstate(invalid="ignore", divide="ignore"):
             var = np.where(G - ddof > 0, G / np.maximum(G - ddof, 1) * q * (1 - q), 0.0)
-        s = np.sqrt(var) + eps
-        a_pos, a_neg = a_pos / s, a_neg / s
+            s = np.sqrt(var) + eps  # s = 0 only for k = 0 or G, which are set to 0 below
+            a_pos, a_neg = a_pos / s, a_neg / s
     degenerate = (k == 0) | (k == G)
     a_pos = np.where(degenerate, 0.0, a_pos)
     a_neg = np.where(degenerate, 0.0, a_neg)
@@ -476,10 +525,11 @@ def sampling_cost(prompts, G, prompt_length, completion_length, *, share_prompt_
 
     Derived in: book/theory/04-cost-of-g.md, "Sharing the prompt's KV cache".
     """
-    B = as_nonnegative(prompts, "prompts")
+    B = as_nonnegative(prompts, "prompts", maximum=MAX_COUNT)
     G = as_group_size(G)
-    Lp = as_nonnegative(prompt_length, "prompt_length")
-    Lc = as_nonnegative(completion_length, "completion_length")
+    Lp = as_nonnegative(prompt_length, "prompt_length", maximum=MAX_COUNT)
+    Lc = as_nonnegative(completion_length, "completion_length", maximum=MAX_COUNT)
+    share_prompt_kv = as_flag(share_prompt_kv, "share_prompt_kv")
     completions = B * G
     prefill = B * Lp if share_prompt_kv else B * G * Lp
     kv = B * (Lp + G * Lc) if share_prompt_kv else B * G * (Lp + Lc)
@@ -498,7 +548,7 @@ def fixed_budget_prompts(budget, G):
 
     Derived in: book/theory/04-cost-of-g.md, "A fixed budget".
     """
-    budget = as_nonnegative(budget, "budget")
+    budget = as_nonnegative(budget, "budget", maximum=MAX_COUNT)  # so B fits in int64
     G = as_group_size(G)
     prompts = np.floor(budget / G).astype(np.int64)
     return int(prompts) if prompts.ndim == 0 else prompts

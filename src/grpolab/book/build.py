@@ -5,8 +5,9 @@ As a Sphinx extension (``book/_config.yml`` lists ``grpolab.book.build``) it
 - sets ``GRPOLAB_WIDGETS=static`` before the notebooks run, so ``grpolab.book.sliders.show``
   embeds static sliders (precomputed grids) instead of ipywidgets, which would need a
   kernel and a CDN to render;
-- serves ``grpolab/static/grpolab-sliders.js`` and ``.css`` from the build's ``_static``
-  and loads them on every page;
+- serves ``grpolab/book/static/`` (STATIC_FILES: the sliders', the playground's and the answer
+  boxes' JS and CSS, and the one-page sheet's print stylesheet) from the build's ``_static``
+  and loads them on every page; the exercises page emits its own checker data at build time;
 - drops sphinx-thebe's scripts: thebe needs Binder (a network) and its inline script
   declares ``THEBE_JS_URL`` twice on some pages, a console error;
 - loads MathJax on every page, so math in chapter titles is typeset in the navigation.
@@ -29,7 +30,8 @@ from pathlib import Path
 
 __all__ = ["BookBuildError", "build_book", "build_book_once", "default_book_dir", "setup"]
 
-STATIC_FILES = ("grpolab-sliders.js", "grpolab-sliders.css")
+STATIC_FILES = ("grpolab-sliders.js", "grpolab-sliders.css", "grpolab-exercises.js",
+                "grpolab-exercises.css", "grpolab-toy.js", "grpolab-toy.css")
 
 
 class BookBuildError(RuntimeError):
@@ -70,8 +72,8 @@ def setup(app):
     """Sphinx entry point (``extra_extensions: [grpolab.book.build]``)."""
     os.environ["GRPOLAB_WIDGETS"] = "static"  # inherited by the kernels that run the pages
     app.connect("builder-inited", _add_static_path)
-    app.add_js_file("grpolab-sliders.js")
-    app.add_css_file("grpolab-sliders.css")
+    for name in STATIC_FILES:
+        (app.add_js_file if name.endswith(".js") else app.add_css_file)(name)
     app.connect("html-page-context", _drop_thebe, priority=900)
     # Load MathJax on every page, not only on pages with equations: a chapter title with
     # math ($p^G$) appears in every page's navigation and must be typeset there too.

@@ -21,6 +21,7 @@ __all__ = [
     "beta_prior_figure",
     "cost_figure",
     "explorer_figure",
+    "gradient_mse_figure",
     "group_std_figure",
     "html_table",
     "mc_check_figure",
@@ -94,7 +95,7 @@ def zero_gradient_heatmap(ps: Sequence[float] | None = None, Gs: Sequence[int] |
     ax.set_xticks(range(len(Gs)), [str(g) for g in Gs])
     ax.set_xlabel("group size G")
     ax.set_ylabel("pass rate p")
-    ax.set_title("P(zero gradient) = p^G + (1 − p)^G")
+    ax.set_title("P(zero-variance group) = p^G + (1 − p)^G")
     cs = ax.contour(np.arange(len(Gs)), ps, z, levels=[0.1, 0.5, 0.9], colors="white",
                     linewidths=0.8)
     ax.clabel(cs, fmt="%.1f", fontsize=8)
@@ -170,8 +171,8 @@ def beta_prior_figure(Gs: Sequence[int], priors: Sequence[tuple[float, float]],
     _log2_x(ax)
     ax.set_ylim(0, 1)
     ax.set_xlabel("group size G")
-    ax.set_ylabel("fraction of dead groups")
-    ax.set_title("Zero-gradient probability averaged over difficulty")
+    ax.set_ylabel("zero-variance fraction")
+    ax.set_title("Zero-variance probability averaged over difficulty")
     ax.legend(fontsize=8)
     return fig
 
@@ -234,7 +235,6 @@ def reward_granularity_figure(widths: Sequence[float], G: int = 8, *, n_groups: 
 def temperature_figure(logits: Sequence[float], temperatures: Sequence[float],
                        Gs: Sequence[int]):
     """P(all G samples identical) vs temperature for a policy with the given logits."""
-    from grpolab.book.sliders import softmax_at_temperature
 
     temperatures = np.asarray(temperatures, dtype=float)
     fig, ax = _fig()
@@ -248,3 +248,43 @@ def temperature_figure(logits: Sequence[float], temperatures: Sequence[float],
     ax.set_title("Low temperature collapses the group")
     ax.legend(fontsize=8)
     return fig
+
+
+def gradient_mse_figure(logits: Sequence[float], rewards: Sequence[float], Gs: Sequence[int], *,
+                        n_groups: int = 50_000, seed: int = 0):
+    """Group-gradient MSE of a softmax policy with the oracle and the leave-one-out baseline.
+
+    Lines are the closed forms of book/theory/02 ("How G enters the gradient's variance"),
+    tr Σ/G and tr Σ/G + (σ² E‖∇log π‖² + ‖∇J‖²)/(G(G − 1)); points are
+    :func:`grpolab.simulate.leave_one_out_gradient_mc` (±2 SE). The gap between the two
+    lines, the price of estimating the baseline, shrinks like 1/G².
+    """
+    m = simulate.softmax_policy_moments(logits, rewards)
+    G = np.asarray(Gs, dtype=float)
+    oracle = (m["weighted"] - m["true_gradient_sq"]) / G
+    loo = oracle + (m["sigma2"] * m["score_sq"] + m["true_gradient_sq"]) / (G * (G - 1))
+    runs = [simulate.leave_one_out_gradient_mc(logits, rewards, int(g), n_groups=n_groups,
+                                               seed=seed + int(g)) for g in Gs]
+    fig, ax = _fig()
+    for label, line, key, fmt in (("oracle baseline μ: tr Σ / G", oracle, "oracle_group_mse", "o"),
+                                  ("leave-one-out baseline", loo, "loo_group_mse", "s")):
+        est = [r[key] for r in runs]
+        (ln,) = ax.plot(G, line, "-", label=f"{label} (closed form)")
+        ax.errorbar(G, [e.mean for e in est], yerr=[2 * e.stderr for e in est], fmt=fmt, ms=4,
+                    capsize=3, color=ln.get_color(), label=f"{label} (Monte Carlo ±2 SE)")
+    _log2_x(ax)
+    ax.set_yscale("log")
+    ax.set_xlabel("group size G")
+    ax.set_ylabel("E‖ĝ − ∇J‖² of one group's gradient")
+    ax.set_title("The baseline's cost is the gap between the lines: O(1/G²)")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def softmax_at_temperature(logits: Sequence[float], temperature: float) -> np.ndarray:
+    """softmax(logits / T): the sampling distribution at temperature T > 0."""
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    z = np.asarray(logits, dtype=float) / temperature
+    z = np.exp(z - z.max())
+    return z / z.sum()

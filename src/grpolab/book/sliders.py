@@ -328,7 +328,8 @@ def _baseline_readouts(sigma2, G):
 def _zero_curves(p):
     G = G_AXIS
     return G, {
-        "P(zero gradient) = p^G + (1−p)^G": np.asarray(theory.zero_gradient_probability(p, G)),
+        "P(zero-variance group) = p^G + (1−p)^G":
+            np.asarray(theory.zero_gradient_probability(p, G)),
         "P(all fail) = (1−p)^G": np.asarray(theory.all_fail_probability(p, G)),
         "P(all pass) = p^G": np.asarray(theory.all_pass_probability(p, G)),
     }
@@ -336,7 +337,7 @@ def _zero_curves(p):
 
 def _zero_readouts(p, G):
     return {
-        "P(zero gradient)": theory.zero_gradient_probability(p, G),
+        "P(zero-variance group)": theory.zero_gradient_probability(p, G),
         "P(all fail)": theory.all_fail_probability(p, G),
         "P(all pass)": theory.all_pass_probability(p, G),
         f"expected prompts with signal, of {R1_PROMPTS}":
@@ -374,7 +375,7 @@ DEGENERATE_G = tuple(range(2, 65))
 def _degenerate_curves(p):
     G = np.asarray(DEGENERATE_G)
     return G, {
-        "expected completions per kept group, G / q": np.asarray(
+        "expected completions per kept group, G / η": np.asarray(
             theory.dynamic_sampling_expected_completions(p, G, 1)),
         "completions per group without filtering, G": G.astype(float),
     }
@@ -382,10 +383,10 @@ def _degenerate_curves(p):
 
 def _degenerate_readouts(p, G):
     return {
-        "q = P(group kept) = 1 − p^G − (1−p)^G": theory.informative_probability(p, G),
-        "expected groups generated per kept group, 1/q":
+        "η = P(group kept) = 1 − p^G − (1−p)^G": theory.informative_probability(p, G),
+        "expected groups generated per kept group, 1/η":
             theory.dynamic_sampling_expected_groups(p, G, 1),
-        "expected completions per kept group, G/q":
+        "expected completions per kept group, G/η":
             theory.dynamic_sampling_expected_completions(p, G, 1),
     }
 
@@ -413,25 +414,61 @@ def _normalization_readouts(G):
     }
 
 
+#: Gradient-noise constants of MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG²), in units of c₂
+#: (c₂ shifts the whole curve by c₂/N and never moves G*). Budgets and G are powers of two,
+#: so B = N/G is a whole number of prompts.
+C1_VALUES = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+C3_VALUES = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+C2_UNIT = 1.0
+MSE_BUDGETS = (256, 512, 1024, 2048, 4096)
+MSE_G_VALUES = (2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def _gstar_curves(c1, c3, budget):
+    """MSE over G at a fixed budget N = B·G, plus a vertical segment at G* = √(c₃/c₁)."""
+    G = np.asarray(MSE_G_VALUES, dtype=float)
+    mse = np.asarray(theory.minibatch_gradient_mse(budget // G.astype(int), G.astype(int),
+                                                   c1, C2_UNIT, c3), dtype=float)
+    g_star = theory.optimal_group_size(c1, c3)
+    inside = G[0] <= g_star <= G[-1]
+    at = float(np.clip(g_star, G[0], G[-1]))
+    j = int(np.searchsorted(G, at))
+    x = np.insert(G, j, [at, at])
+    curve = np.insert(mse, j, [np.nan, np.nan])
+    segment = np.full(x.shape, np.nan)
+    if inside:
+        segment[j:j + 2] = (mse.min() * 0.8, mse.max())
+    return x, {"MSE(G) at a fixed budget N = B·G": curve,
+               "G* = √(c₃/c₁), the real-valued optimum": segment}
+
+
+def _gstar_readouts(c1, c3, budget, G):
+    G = int(G)
+    mse = np.asarray(theory.minibatch_gradient_mse(
+        budget // np.asarray(MSE_G_VALUES), np.asarray(MSE_G_VALUES), c1, C2_UNIT, c3))
+    best = MSE_G_VALUES[int(np.argmin(mse))]
+    here = theory.minibatch_gradient_mse(budget // G, G, c1, C2_UNIT, c3)
+    return {
+        "G* = √(c₃/c₁) (the same for every budget)": theory.optimal_group_size(c1, c3),
+        "best power-of-two G at this budget": float(best),
+        "prompts per step B = N/G at the slider's G": float(budget // G),
+        "MSE at the slider's G": here,
+        "MSE at the slider's G / MSE at the best power of two": here / float(mse.min()),
+    }
+
+
+from grpolab.book.figures import softmax_at_temperature  # noqa: E402
+
 #: An illustrative policy over five distinct final answers (logits at temperature 1).
 TEMPERATURE_LOGITS = (2.0, 1.0, 0.5, 0.0, -1.0)
 T_VALUES = _grid(0.05, 2.0, 0.05)
-
-
-def softmax_at_temperature(logits: Sequence[float], temperature: float) -> np.ndarray:
-    """softmax(logits / T): the sampling distribution at temperature T > 0."""
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature!r}")
-    z = np.asarray(logits, dtype=float) / temperature
-    z = np.exp(z - z.max())
-    return z / z.sum()
 
 
 def _temperature_curves(T):
     q = softmax_at_temperature(TEMPERATURE_LOGITS, T)
     G = G_AXIS
     return G, {
-        "P(all G samples identical) = Σ q_j^G": np.asarray(
+        "P(all G samples identical) = Σ π_j^G": np.asarray(
             theory.identical_group_probability(q, G)),
         "lower bound m^G (m = top probability)": np.asarray(
             theory.all_pass_probability(q.max(), G)),
@@ -469,7 +506,7 @@ EXPLORERS: dict[str, Explorer] = {e.key: e for e in [
     ),
     Explorer(
         key="zero-gradient",
-        title="P(zero gradient) = p^G + (1 − p)^G",
+        title="P(zero-variance group) = p^G + (1 − p)^G",
         xlabel="group size G", ylabel="probability", logx=True, ylim=(0.0, 1.0),
         sliders=(_p_slider(0.1), _g_slider(4)), curve_sliders=("p",), marker="G",
         curves=_zero_curves, readouts=_zero_readouts,
@@ -485,7 +522,7 @@ EXPLORERS: dict[str, Explorer] = {e.key: e for e in [
         curve_sliders=("budget", "p"), marker="G",
         curves=_cost_curves, readouts=_cost_readouts,
         caption="Every prompt has pass rate p; real batches mix difficulties "
-                "(see the zero-gradient chapter's averages).",
+                "(see the zero-variance chapter's averages).",
     ),
     Explorer(
         key="degenerate-groups",
@@ -502,6 +539,21 @@ EXPLORERS: dict[str, Explorer] = {e.key: e for e in [
         sliders=(_g_slider(4, tuple(range(2, 65))),), curve_sliders=("G",), marker=None,
         curves=_normalization_curves, readouts=_normalization_readouts,
         caption="eps = 1e-4 (TRL's default). Without std scaling the advantage is 1 − k/G.",
+    ),
+    Explorer(
+        key="gradient-mse",
+        title="Minibatch gradient MSE at a fixed budget, and G* = √(c₃/c₁)",
+        xlabel="group size G", ylabel="MSE of the minibatch gradient (units of c₂)",
+        logx=True, logy=True,
+        sliders=(Slider("c1", "c₁: across-prompt variance of the true gradient", C1_VALUES, 0.01),
+                 Slider("c3", "c₃: cost of estimating the baseline", C3_VALUES, 1.0),
+                 Slider("budget", "completions per step N = B·G", MSE_BUDGETS, 1024),
+                 _g_slider(16, MSE_G_VALUES)),
+        curve_sliders=("c1", "c3", "budget"), marker="G",
+        curves=_gstar_curves, readouts=_gstar_readouts,
+        caption="MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG²) with B = N/G (arXiv 2603.01162, "
+                "Prop. 3 and Thm. 7), c₂ = 1. Moving the budget moves the curve down, "
+                "never its minimum.",
     ),
     Explorer(
         key="temperature",

@@ -19,7 +19,8 @@ def register(sub) -> None:
         "is checked with a tolerance and explained with its formula; the score is kept. "
         "Answers may be numbers, percentages or fractions (0.25, 25%, 1/4). Interactively, "
         "type s to skip and q to quit; Ctrl-C prints the score so far. With --answers FILE, "
-        "or when stdin is not a terminal, one answer is read per line.",
+        "or when stdin is not a terminal, one answer is read per line. For a mock interview "
+        "with conceptual follow-ups and rubrics, see 'grpolab drill'.",
     )
     p.add_argument("--n", type=int, default=5, metavar="N",
                    help="number of questions (default: 5)")

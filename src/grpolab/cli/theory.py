@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 
+from grpolab._validate import MAX_GROUP_SIZE
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -19,7 +21,7 @@ def register(sub) -> None:
     p.add_argument("--p", type=float, nargs="+", default=[0.1, 0.5], metavar="P",
                    help="per-prompt pass rates in [0, 1] (default: 0.1 0.5)")
     p.add_argument("--G", type=float, nargs="+", default=[4, 8, 16], metavar="G",
-                   help="group sizes, integers >= 1 (default: 4 8 16)")
+                   help=f"group sizes, integers in [1, {MAX_GROUP_SIZE}] (default: 4 8 16)")
     p.add_argument("--json", action="store_true", help="print JSON records instead of a table")
     p.set_defaults(func=run)
 
@@ -51,6 +53,7 @@ def rows(ps, Gs) -> list[dict]:
 def run(args: argparse.Namespace) -> int:
     from grpolab._validate import as_group_size, as_probability
 
+    # Checked here, under the flags' names, before anything is computed or printed.
     as_probability(args.p, "--p")
     as_group_size(args.G, "--G")
     records = rows(args.p, args.G)

@@ -32,7 +32,19 @@ from grpolab import theory
 from grpolab.advantages import group_advantages, zero_variance_groups
 from grpolab.drill.quiz import parse_answer
 
-__all__ = ["KINDS", "CheckResult", "Exercise", "check", "get", "list_exercises", "solution"]
+__all__ = [
+    "KINDS",
+    "CheckResult",
+    "ChoiceChecker",
+    "Exercise",
+    "NumericChecker",
+    "check",
+    "checker_data",
+    "checker_data_html",
+    "get",
+    "list_exercises",
+    "solution",
+]
 
 KINDS = ("derivation", "numeric", "conceptual", "code")
 
@@ -110,41 +122,71 @@ def _as_number(answer) -> float:
     return value
 
 
-def numeric(reference: float, *, rel: float = 0.005, abs_: float = 0.0, why: str,
-            hint: str, mistakes: Sequence[tuple[float, str]] = ()) -> Checker:
+@dataclass(frozen=True)
+class NumericChecker:
     """Checker for a number within max(abs_, rel·|reference|) of ``reference``.
 
     ``mistakes`` pairs a common wrong value with what went wrong; a wrong answer within
-    tolerance of one of them is told exactly that.
+    tolerance of one of them is told exactly that. A plain dataclass (not a closure) so that
+    :func:`checker_data` can hand the very same tolerance and texts to the static page's
+    JavaScript checker (grpolab-exercises.js).
     """
-    tol = max(abs_, rel * abs(reference))
 
-    def check_number(answer) -> tuple[bool, str]:
+    reference: float
+    rel: float
+    abs_: float
+    why: str
+    hint: str
+    mistakes: tuple[tuple[float, str], ...] = ()
+
+    @property
+    def tolerance(self) -> float:
+        """The accepted distance from the reference."""
+        return max(self.abs_, self.rel * abs(self.reference))
+
+    def __call__(self, answer) -> tuple[bool, str]:
         try:
             x = _as_number(answer)
         except ValueError as exc:
             return False, f"{exc}."
-        if abs(x - reference) <= tol + 1e-12:
-            return True, why
-        for value, explanation in mistakes:
-            if abs(x - value) <= max(abs_, rel * abs(value)) + 1e-12:
+        tol = self.tolerance
+        if abs(x - self.reference) <= tol + 1e-12:
+            return True, self.why
+        for value, explanation in self.mistakes:
+            if abs(x - value) <= max(self.abs_, self.rel * abs(value)) + 1e-12:
                 return False, explanation
-        return False, f"{x:g} is not within the tolerance (±{tol:.2g}). Hint: {hint}"
-
-    return check_number
+        return False, f"{x:g} is not within the tolerance (±{tol:.2g}). Hint: {self.hint}"
 
 
-def choice(correct: str, explanations: dict[str, str]) -> Checker:
+def numeric(reference: float, *, rel: float = 0.005, abs_: float = 0.0, why: str,
+            hint: str, mistakes: Sequence[tuple[float, str]] = ()) -> NumericChecker:
+    """Checker for a number within max(abs_, rel·|reference|) of ``reference``."""
+    return NumericChecker(float(reference), float(rel), float(abs_), why, hint,
+                          tuple((float(v), e) for v, e in mistakes))
+
+
+_LETTER = re.compile(r"^\(?([a-z])\)?(?:$|[\s.:)])")
+
+
+@dataclass(frozen=True)
+class ChoiceChecker:
     """Checker for a multiple-choice answer; every option's explanation says why."""
 
-    def check_choice(answer) -> tuple[bool, str]:
-        m = re.match(r"^\(?([a-z])\)?(?:$|[\s.:)])", str(answer).strip().lower())
-        letter = m.group(1) if m else ""
-        if letter not in explanations:
-            return False, f"answer with one of the letters {', '.join(sorted(explanations))}."
-        return letter == correct, explanations[letter]
+    correct: str
+    explanations: dict[str, str]
 
-    return check_choice
+    def __call__(self, answer) -> tuple[bool, str]:
+        m = _LETTER.match(str(answer).strip().lower())
+        letter = m.group(1) if m else ""
+        if letter not in self.explanations:
+            return False, (f"answer with one of the letters "
+                           f"{', '.join(sorted(self.explanations))}.")
+        return letter == self.correct, self.explanations[letter]
+
+
+def choice(correct: str, explanations: dict[str, str]) -> ChoiceChecker:
+    """Checker for a multiple-choice answer; every option's explanation says why."""
+    return ChoiceChecker(correct, dict(explanations))
 
 
 def _copied(args: tuple) -> tuple:
@@ -708,6 +750,56 @@ def solution(exercise_id: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------
+# Checker data for the static page: grpolab-exercises.js checks answers in the browser (no
+# kernel, no network) with these very numbers and texts. The workbook page emits it from a
+# hidden cell when the book is built, so the page and the registry cannot drift.
+# ------------------------------------------------------------------------------------------
+CHECKER_DATA_ID = "grpolab-exercise-data"
+
+
+def checker_data() -> dict[str, dict]:
+    """Everything the browser checker needs, for each numeric and multiple-choice exercise.
+
+    Numeric: ``reference``, ``tolerance``, ``rel``, ``abs`` (the mistakes' tolerance is
+    max(abs, rel·|value|), as in :class:`NumericChecker`), ``why``, ``hint`` and
+    ``mistakes`` as ``[value, explanation]`` pairs. Choice: ``correct`` and
+    ``explanations``. Derivation and code exercises need Python and are left out.
+    """
+    out: dict[str, dict] = {}
+    for ex in list_exercises():
+        c = ex.checker
+        if isinstance(c, NumericChecker):
+            out[ex.id] = {"kind": "numeric", "reference": c.reference, "tolerance": c.tolerance,
+                          "rel": c.rel, "abs": c.abs_, "why": c.why, "hint": c.hint,
+                          "mistakes": [[v, e] for v, e in c.mistakes]}
+        elif isinstance(c, ChoiceChecker):
+            out[ex.id] = {"kind": "choice", "correct": c.correct,
+                          "explanations": dict(c.explanations)}
+    return out
+
+
+def checker_data_html() -> str:
+    """:func:`checker_data` as ``<script type="application/json" id="grpolab-exercise-data">``."""
+    import json
+
+    body = json.dumps(checker_data(), ensure_ascii=False, sort_keys=True)
+    body = body.replace("</", "<\\/")  # a "</script>" inside a string must not end the tag
+    return f'<script type="application/json" id="{CHECKER_DATA_ID}">{body}</script>'
+
+
+def _answer_box(ex: Exercise) -> str:
+    """The static page's answer box (checked by grpolab-exercises.js)."""
+    hint = "a number: 0.25, 25% or 1/4" if ex.kind == "numeric" else "a letter"
+    return ("\n```{raw} html\n"
+            f'<form class="grpolab-answer" data-exercise="{ex.id}" autocomplete="off">'
+            f'<label>Answer ({hint}): <input type="text" name="answer" '
+            f'aria-label="answer to {ex.id}"></label> <button type="submit">Check</button>'
+            '<div class="grpolab-verdict" role="status" aria-live="polite">'
+            "<noscript>Checking in the page needs JavaScript; use the cell below or "
+            "<code>grpolab quiz</code>.</noscript></div></form>\n```\n")
+
+
+# ------------------------------------------------------------------------------------------
 # The workbook page: book/interview/02-exercises.md is generated from this registry, so the
 # page and the checkers can never disagree (tests/test_exercises.py compares them).
 # ------------------------------------------------------------------------------------------
@@ -748,11 +840,25 @@ src/grpolab/drill/exercises.py; edit the registry, not this file. -->
 # Exercises
 
 A workbook for the interview chapters: derivations, numeric questions, concepts and code.
-Each solution is hidden behind a **Solution** toggle. In a notebook (open this page with
-jupytext, or copy a cell), replace the placeholder in the cell under an exercise and run it:
+Each solution is hidden behind a **Solution** toggle. Numeric and multiple-choice
+exercises have an answer box that checks your answer right here in the page (no kernel, no
+network), with the same tolerance and explanations as the Python checker. In a notebook
+(open this page with jupytext, or copy a cell), replace the placeholder in the cell under an
+exercise and run it:
 `grpolab.drill.exercises.check(exercise_id, answer)` says right or wrong and explains why. The
 placeholders below were run when the book was built, so the outputs show what the checker
-says to an unanswered exercise. For randomized drill in a terminal, run `grpolab quiz`.
+says to an unanswered exercise. For randomized drill in a terminal, run `grpolab quiz`; for a
+mock interview with the cards' follow-up questions and rubrics, run `grpolab drill`.
+
+```{code-cell} ipython3
+:tags: [remove-input]
+# The answer boxes' checker data, emitted from the registry when the book is built.
+from IPython.display import HTML
+
+from grpolab.drill.exercises import checker_data_html
+
+HTML(checker_data_html())
+```
 
 ```{code-cell} ipython3
 import numpy as np
@@ -813,6 +919,8 @@ def render_workbook() -> str:
             if ex.choices:
                 parts.append("\n" + "\n".join(f"- ({k}) {v}" for k, v in ex.choices.items())
                              + "\n")
+            if ex.kind in ("numeric", "conceptual"):
+                parts.append(_answer_box(ex))
             parts.append("\n" + _placeholder_cell(ex))
             # Four backticks: solutions contain ``` code blocks of their own.
             parts.append(f"\n````{{admonition}} Solution\n:class: dropdown\n\n{ex.solution}\n"

@@ -22,7 +22,7 @@ import textwrap
 from dataclasses import asdict, dataclass, field
 
 from grpolab.advantages import BASELINES, SCALES
-from grpolab.models.warmstart import WarmStartConfig
+from grpolab.grpo.warmstart import WarmStartConfig
 
 __all__ = ["GRPOConfig", "LOSS_TYPES", "BACKENDS", "field_docs", "training_prompts",
            "MAX_COMPLETIONS_PER_STEP", "MAX_COUNT", "MAX_SEED"]
@@ -62,7 +62,7 @@ class GRPOConfig:
     backend: str = "grpolab"
     """'grpolab' (grpolab.grpo.loop) or 'trl' (TRL's GRPOTrainer, grpolab.grpo.trl_backend)"""
     warmstart: WarmStartConfig = field(default_factory=WarmStartConfig)
-    """the supervised warm start of the tiny model (grpolab.models.warmstart)"""
+    """the supervised warm start of the tiny model (grpolab.grpo.warmstart)"""
     # ---- the group and the step
     num_generations: int = 8
     """G: completions sampled per prompt (TRL's num_generations)"""

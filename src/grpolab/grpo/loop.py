@@ -106,7 +106,7 @@ def load_policy(config: GRPOConfig, cache_dir: str, device, progress: bool = Fal
     from grpolab.models.tiny import load_causal_lm
 
     if config.model == "tiny":
-        from grpolab.models.warmstart import warm_start
+        from grpolab.grpo.warmstart import warm_start
 
         path = warm_start(config.warmstart, cache_dir, device=device, progress=progress)
         model, tok = load_causal_lm(path, device=device)
@@ -225,7 +225,7 @@ def _start_checksum(config: GRPOConfig, source: str) -> dict:
     that trains the warm start again can check it got the same weights."""
     if config.model != "tiny":
         return {}
-    from grpolab.models.warmstart import weights_checksum
+    from grpolab.grpo.warmstart import weights_checksum
 
     return {"warmstart_key": config.warmstart.key(), "warmstart_sha256": weights_checksum(source)}
 

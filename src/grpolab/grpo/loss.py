@@ -39,6 +39,8 @@ def per_token_logprobs(model, prompt_ids, prompt_mask, completion_ids, completio
     """
     ids = torch.cat([prompt_ids, completion_ids], dim=1)
     mask = torch.cat([prompt_mask, completion_mask], dim=1)
+    # Positions count real tokens only, as generate() does. With rotary positions (the tiny
+    # model, SmolLM2) attention sees only distances, so TRL's pass without them agrees.
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     T = completion_ids.shape[1]
     logits = model(input_ids=ids, attention_mask=mask, position_ids=positions,

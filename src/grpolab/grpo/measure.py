@@ -17,7 +17,8 @@ from grpolab import theory
 from grpolab.advantages import group_advantages, zero_variance_groups
 from grpolab.grpo.rollout import sample
 
-__all__ = ["rewards_of", "evaluate", "pass_rate_census", "PassRateWindow", "gradient_noise"]
+__all__ = ["rewards_of", "evaluate", "pass_rate_census", "PassRateWindow", "gradient_noise",
+           "noise_from_gram"]
 
 
 def rewards_of(task, prompts, texts, G: int) -> np.ndarray:
@@ -132,10 +133,18 @@ def gradient_noise(model, tokenizer, task, prompts, config, batches: int, seed: 
         grads.append(torch.cat([(x if x is not None else torch.zeros_like(p)).reshape(-1)
                                 for x, p in zip(g, params, strict=True)]).double())
     stack = torch.stack(grads)
-    mean = stack.mean(0)
-    trace_var = float(((stack - mean) ** 2).sum(1).sum() / (batches - 1))
-    signal = float((mean ** 2).sum())
-    return {"G": G, "prompts_per_step": B, "batches": batches, "trace_variance": trace_var,
-            "mean_gradient_norm_sq": signal,
-            "noise_to_signal": trace_var / signal if signal > 0 else None,
-            "zero_gradient_fraction": float(np.mean(zero))}
+    gram = (stack @ stack.T).tolist()  # g_i · g_j: enough to bootstrap over batches
+    stats = noise_from_gram(np.asarray(gram))
+    return {"G": G, "prompts_per_step": B, "batches": batches, **stats,
+            "zero_gradient_fraction": float(np.mean(zero)), "gram": gram}
+
+
+def noise_from_gram(gram: np.ndarray) -> dict:
+    """Trace variance, squared mean norm and their ratio from the Gram matrix K_ij = g_i·g_j
+    of n batch gradients: E‖g − ḡ‖² = (Σ K_ii − Σ K_ij / n)/(n − 1), ‖ḡ‖² = Σ K_ij / n²."""
+    n = gram.shape[0]
+    total = float(gram.sum())
+    trace_var = (float(np.trace(gram)) - total / n) / (n - 1)
+    signal = total / n ** 2
+    return {"trace_variance": trace_var, "mean_gradient_norm_sq": signal,
+            "noise_to_signal": trace_var / signal if signal > 0 else None}

@@ -49,6 +49,7 @@ Derived in: book/labs/02-smollm2.md ("Scaling out: the TRL backend").
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -242,7 +243,6 @@ def trl_args(config, out_dir: str, *, device, progress: bool = True, use_vllm: b
         report_to=[],
         use_cpu=on_cpu,
         bf16=bf16,
-        gradient_checkpointing=False,
         seed=config.seed,
         data_seed=config.seed,
         disable_tqdm=not progress,
@@ -251,6 +251,15 @@ def trl_args(config, out_dir: str, *, device, progress: bool = True, use_vllm: b
         vllm_mode="colocate",
         remove_unused_columns=False,
     )
+    # transformers ≥ 5.x renamed gradient_checkpointing to activation_checkpointing (the
+    # old name is a deprecated alias that warns); use whichever this version has.
+    ckpt = ("activation_checkpointing" if any(f.name == "activation_checkpointing"
+                                              for f in dataclasses.fields(TRLConfig))
+            else "gradient_checkpointing")
+    kwargs[ckpt] = False
+    overrides = dict(overrides)
+    if "gradient_checkpointing" in overrides:
+        overrides[ckpt] = overrides.pop("gradient_checkpointing")
     kwargs.update(overrides)
     return TRLConfig(**kwargs)
 

@@ -34,9 +34,9 @@ from grpolab.grpo.config import GRPOConfig
 from grpolab.grpo.loop import Batch, BatchSource, Run, load_policy, run, training_prompts
 from grpolab.grpo.measure import pass_rate_census
 from grpolab.grpo.rollout import merge_rollouts
+from grpolab.grpo.warmstart import WarmStartConfig
 from grpolab.labs.remedies import strategies as remedies
 from grpolab.labs.sweep.presets import TASK_KWARGS
-from grpolab.models.warmstart import WarmStartConfig
 from grpolab.tasks.arithmetic import Prompt, Task, get_task
 
 __all__ = ["Remedy", "REMEDIES", "REWARDS", "LAB_DEFAULTS", "lab_config", "RemedyBatches",
@@ -50,7 +50,7 @@ REWARDS = ("task", "partial", "noisy", "length_long", "length_short")
 LAB_DEFAULTS: dict = dict(
     task_kwargs=dict(TASK_KWARGS), train_difficulties=[1, 2, 3], max_train_prompts=500,
     max_eval_prompts=200,
-    warmstart=WarmStartConfig(task="arithmetic", task_kwargs=dict(TASK_KWARGS), steps=700),
+    warmstart=WarmStartConfig(task="arithmetic", task_kwargs=dict(TASK_KWARGS), steps=1000),
     num_generations=8, prompts_per_step=8, completion_budget=5120, learning_rate=3e-5,
     eval_every=1280, eval_samples=2, census_samples=32, census_seed=12345, device="cpu")
 

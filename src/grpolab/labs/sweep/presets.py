@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from grpolab.grpo.config import MAX_COMPLETIONS_PER_STEP, GRPOConfig
-from grpolab.models.warmstart import WarmStartConfig
+from grpolab.grpo.warmstart import WarmStartConfig
 
 __all__ = ["Regime", "SweepPreset", "PRESETS", "get_preset", "TASK_KWARGS"]
 
@@ -95,7 +95,7 @@ class SweepPreset:
 #: completions per step.
 _TINY = GRPOConfig(task="arithmetic", task_kwargs=dict(TASK_KWARGS), max_train_prompts=500,
                    warmstart=WarmStartConfig(task="arithmetic", task_kwargs=dict(TASK_KWARGS),
-                                             steps=700),
+                                             steps=1000),
                    steps=100, learning_rate=5e-5, eval_every=20 * 64, eval_samples=4,
                    device="cpu")
 

@@ -230,3 +230,48 @@ def plot_sweep(out: str) -> list[str]:
     paths += save_figure(plot_zero_gradient(summary, regimes), plots, "zero_gradient")
     paths += save_figure(plot_gradient_noise(summary, regimes), plots, "gradient_noise")
     return paths
+
+
+# ----------------------------------------------------------------------------- G* vs best G
+def predicted_g_star(noise_rows: list[dict], *, n_boot: int = 1000, seed: int = 0) -> dict:
+    """G* = √(c₃/c₁) predicted before training from the warm start's gradient noise.
+
+    ``noise_rows``: one regime of ``gradient_noise.json`` (rows at several (B, G)). The fit
+    is :func:`grpolab.advise.fit_noise_constants` (non-negative least squares of the
+    noise-to-signal ratio on 1/B, 1/(BG), 1/(BG²)). Its uncertainty: a percentile bootstrap
+    over each row's independent batch gradients when the rows carry their Gram matrix, and
+    always the range of G* when one G is left out of the fit.
+    """
+    from grpolab import theory
+    from grpolab.advise import AdviseError, fit_noise_constants
+    from grpolab.grpo.measure import noise_from_gram
+
+    def g_star(rows):
+        try:
+            c = fit_noise_constants(rows)
+        except AdviseError:
+            return None
+        return float(theory.optimal_group_size(c.c1, c.c3)) if c.c1 > 0 else None
+
+    c = fit_noise_constants(noise_rows)
+    out = {"c1": c.c1, "c2": c.c2, "c3": c.c3, "g_star": g_star(noise_rows)}
+    loo = [g_star([r for r in noise_rows if r is not row]) for row in noise_rows]
+    loo = [g for g in loo if g is not None and np.isfinite(g)]
+    out["leave_one_G_out"] = [min(loo), max(loo)] if loo else None
+    if all("gram" in r for r in noise_rows):
+        rng = np.random.default_rng(seed)
+        boots = []
+        for _ in range(n_boot):
+            rows = []
+            for r in noise_rows:
+                K = np.asarray(r["gram"])
+                idx = rng.integers(0, K.shape[0], K.shape[0])
+                rows.append({**r, **noise_from_gram(K[np.ix_(idx, idx)])})
+            g = g_star(rows)
+            if g is not None and np.isfinite(g):
+                boots.append(g)
+        if boots:
+            out["bootstrap_95"] = [float(np.percentile(boots, 2.5)),
+                                   float(np.percentile(boots, 97.5))]
+            out["bootstrap_draws"] = len(boots)
+    return out

@@ -30,7 +30,7 @@ class WarmStartConfig:
 
     task: str = "arithmetic"
     task_kwargs: dict = field(default_factory=dict)
-    steps: int = 700
+    steps: int = 1000  # a tiny Llama at 700 steps passes ~10% of training prompts
     batch_size: int = 64
     learning_rate: float = 1e-3
     seed: int = 0
@@ -72,7 +72,7 @@ class WarmStartConfig:
 
 
 #: The source files whose code determines the warm-start weights.
-_WEIGHT_CODE = ("models/tiny.py", "models/tokenizer.py", "models/warmstart.py",
+_WEIGHT_CODE = ("models/tiny.py", "models/tokenizer.py", "grpo/warmstart.py",
                 "tasks/arithmetic.py")
 
 

@@ -1,0 +1,270 @@
+"""Every public numpy function either refuses a bad argument clearly or answers in range.
+
+One row per public function of :mod:`grpolab.theory`, :mod:`grpolab.advantages` and
+:mod:`grpolab.simulate`: valid arguments, and what a valid answer looks like. Each
+argument in turn is then replaced by NaN, ±inf, huge numbers, wrong types (strings, None,
+bools, complex, lists of strings, ragged lists) and empty arrays, first from a fixed table
+and then by hypothesis. The property: the call raises a ValueError or TypeError whose
+message names an argument (the replaced one, or the one it conflicts with), or it returns
+a finite, in-range answer. A numpy RuntimeWarning (overflow, invalid value) is a failure
+too: it means a NaN or inf was about to be computed silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+import re
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from grpolab import advantages, simulate, theory
+
+# ---- what a valid answer looks like --------------------------------------------------
+
+
+def _arr(x) -> np.ndarray:
+    return np.asarray(x, dtype=float)
+
+
+def in_range(lo: float, hi: float, *, allow_inf: bool = False):
+    """All numbers finite (or +inf where allowed) and in [lo, hi]."""
+    def check(x) -> bool:
+        a = _arr(x)
+        ok_finite = ~np.isnan(a) & (np.isfinite(a) | (allow_inf & (a == np.inf)))
+        return bool(np.all(ok_finite & (a >= lo) & (a <= hi)))
+    check.__name__ = f"in [{lo}, {hi}]" + (" or inf" if allow_inf else "")
+    return check
+
+
+PROB = in_range(0.0, 1.0)
+NONNEG = in_range(0.0, math.inf)
+NONNEG_OR_INF = in_range(0.0, math.inf, allow_inf=True)
+FINITE = in_range(-math.inf, math.inf)
+
+
+def pair_of(check):
+    return lambda x: isinstance(x, tuple) and len(x) == 2 and all(check(v) for v in x)
+
+
+def fields_of(check):
+    return lambda x: all(check(getattr(x, f.name)) for f in dataclasses.fields(x))
+
+
+def estimate(check_mean, *, allow_inf: bool = False):
+    """An MCEstimate: mean passes ``check_mean``, stderr >= 0, n > 0 (inf only if allowed)."""
+    stderr_ok = in_range(0.0, math.inf, allow_inf=allow_inf)
+    return lambda e: (isinstance(e, simulate.MCEstimate) and check_mean(e.mean)
+                      and stderr_ok(e.stderr) and e.n >= 0)
+
+
+def boolean_mask(x) -> bool:
+    return np.asarray(x).dtype == bool
+
+
+def dynamic_estimates(d) -> bool:
+    counts = estimate(NONNEG_OR_INF, allow_inf=True)
+    return (set(d) == {"groups", "completions", "batches", "cap_probability"}
+            and all(counts(d[k]) for k in ("groups", "completions", "batches"))
+            and estimate(PROB)(d["cap_probability"]))
+
+
+# ---- the table: one row per public function ------------------------------------------
+
+
+@dataclass
+class Row:
+    fn: Callable
+    kwargs: dict
+    check: Callable
+    #: arguments that size a Monte Carlo run: hypothesis keeps their valid values small
+    sizes: frozenset = field(default_factory=frozenset)
+
+    @property
+    def id(self) -> str:
+        return f"{self.fn.__module__.split('.')[-1]}.{self.fn.__name__}"
+
+
+T, A, S = theory, advantages, simulate
+P_G = dict(p=0.3, G=4)
+MC_SIZES = frozenset({"n_groups", "n_trials", "max_batches", "groups_per_batch",
+                      "informative_groups"})
+
+ROWS = [
+    Row(T.all_fail_probability, P_G, PROB),
+    Row(T.all_pass_probability, P_G, PROB),
+    Row(T.zero_gradient_probability, P_G, PROB),
+    Row(T.informative_probability, P_G, PROB),
+    Row(T.any_success_probability, P_G, PROB),
+    Row(T.baseline_variance, dict(reward_variance=0.25, G=4), NONNEG),
+    Row(T.baseline_standard_error, dict(reward_variance=0.25, G=4), NONNEG),
+    Row(T.bernoulli_variance, dict(p=0.3), in_range(0.0, T.BERNOULLI_VARIANCE_MAX)),
+    Row(T.rloo_scale_factor, dict(G=4), in_range(0.0, 1.0)),
+    Row(T.gradient_variance_inflation, dict(G=4), in_range(1.0, 2.0)),
+    Row(T.minibatch_gradient_mse, dict(B=8, G=4, c1=0.02, c2=1.0, c3=2.0), NONNEG),
+    Row(T.optimal_group_size, dict(c1=0.02, c3=2.0), NONNEG),
+    Row(T.expected_informative_prompts, dict(p=0.3, G=4, prompts=16), NONNEG),
+    Row(T.beta_all_pass_probability, dict(G=4, a=1.0, b=2.0), PROB),
+    Row(T.beta_all_fail_probability, dict(G=4, a=1.0, b=2.0), PROB),
+    Row(T.beta_zero_gradient_probability, dict(G=4, a=1.0, b=2.0), PROB),
+    Row(T.empirical_zero_gradient_probability, dict(pass_rates=[0.1, 0.5], G=4), PROB),
+    Row(T.unbiased_zero_gradient_estimate, dict(successes=3, trials=16, G=4), PROB),
+    Row(T.dynamic_sampling_expected_groups, dict(p=0.1, G=8, informative_groups=32),
+        NONNEG_OR_INF),
+    Row(T.dynamic_sampling_expected_completions, dict(p=0.1, G=8, informative_groups=32),
+        NONNEG_OR_INF),
+    Row(T.dynamic_sampling_cap_probability,
+        dict(p=0.03, G=4, informative_groups=16, groups_per_batch=32, max_batches=2), PROB),
+    Row(T.dynamic_sampling_expected_batches,
+        dict(p=0.1, G=8, informative_groups=32, groups_per_batch=64, max_terms=10_000),
+        NONNEG_OR_INF, frozenset({"max_terms"})),
+    Row(T.binary_advantages,
+        dict(k=1, G=4, baseline="mean", ddof=1, scale="group", eps=1e-4), pair_of(FINITE)),
+    Row(T.binary_advantages,
+        dict(k=1, G=4, baseline="leave_one_out", ddof=0, scale="none", eps=0.0),
+        pair_of(FINITE)),
+    Row(T.sampling_cost, dict(prompts=8, G=4, prompt_length=10, completion_length=20,
+                              share_prompt_kv=True), fields_of(NONNEG)),
+    Row(T.fixed_budget_prompts, dict(budget=64, G=4), NONNEG),
+    Row(T.identical_group_probability, dict(probs=[0.7, 0.2, 0.1], G=4), PROB),
+    Row(A.group_advantages, dict(rewards=[1.0, 0.0, 0.5, 0.5], group_size=2, scale="group",
+                                 baseline="mean", ddof=1, eps=1e-4), FINITE),
+    Row(A.group_advantages, dict(rewards=[1.0, 0.0, 0.5, 0.25], group_size=2, scale="none",
+                                 baseline="leave_one_out", ddof=0, eps=0.0), FINITE),
+    Row(A.group_advantages, dict(rewards=[1.0, 0.0, 0.5, 0.25], group_size=2, scale="batch",
+                                 baseline="mean", ddof=1, eps=0.0), FINITE),
+    Row(A.zero_variance_groups, dict(rewards=[1.0, 0.0, 0.5, 0.5], group_size=2, atol=1e-6),
+        boolean_mask),
+    Row(S.zero_gradient_mc, dict(p=0.3, G=4, n_groups=200, seed=0), estimate(PROB), MC_SIZES),
+    Row(S.softmax_policy_moments, dict(logits=[0.0, 1.0, 0.5], rewards=[1.0, 0.0, 0.0]),
+        lambda d: all(np.isfinite(v) and v >= 0 for k, v in d.items() if k != "mu")),
+    Row(S.leave_one_out_gradient_mc, dict(logits=[0.0, 1.0, 0.5], rewards=[1.0, 0.0, 0.0],
+                                          G=4, n_groups=200, seed=0),
+        lambda d: all(estimate(lambda m: np.isfinite(m))(e) for e in d.values()), MC_SIZES),
+    Row(S.minibatch_gradient_constants,
+        dict(policies=[([0.0, 1.0], [1.0, 0.0]), ([0.5, 0.0], [0.0, 1.0])]),
+        lambda d: all(np.isfinite(v) and v >= 0 for v in d.values())),
+    Row(S.minibatch_gradient_mc,
+        dict(policies=[([0.0, 1.0], [1.0, 0.0]), ([0.5, 0.0], [0.0, 1.0])], B=2, G=2,
+             n_trials=50, seed=0), estimate(NONNEG), MC_SIZES | {"B"}),
+    Row(S.zero_gradient_beta_mc, dict(G=4, a=1.0, b=2.0, n_groups=200, seed=0),
+        estimate(PROB), MC_SIZES),
+    Row(S.baseline_variance_mc, dict(G=4, reward="bernoulli", p=0.3, sigma=1.0, n_groups=200,
+                                     seed=0), estimate(NONNEG), MC_SIZES),
+    Row(S.baseline_variance_mc, dict(G=4, reward="gaussian", p=0.3, sigma=2.0, n_groups=10,
+                                     seed=0), estimate(NONNEG), MC_SIZES),
+    Row(S.group_std_mc, dict(p=0.3, G=4, ddof=1, n_groups=200, seed=0), NONNEG, MC_SIZES),
+    Row(S.dynamic_sampling_mc, dict(p=0.1, G=8, informative_groups=4, groups_per_batch=8,
+                                    max_batches=5, n_trials=50, seed=0), dynamic_estimates,
+        MC_SIZES),
+    Row(S.identical_group_mc, dict(probs=[0.7, 0.2, 0.1], G=4, n_groups=200, seed=0),
+        estimate(PROB), MC_SIZES),
+]
+
+
+def _public_functions(module, names):
+    return {n: getattr(module, n) for n in names
+            if inspect.isfunction(getattr(module, n))}
+
+
+PUBLIC = {**{f"theory.{n}": f for n, f in _public_functions(theory, theory.__all__).items()},
+          **{f"advantages.{n}": f
+             for n, f in _public_functions(advantages, advantages.__all__).items()},
+          **{f"simulate.{n}": f for n, f in _public_functions(simulate, simulate.__all__).items()}}
+
+
+def test_every_public_function_has_a_row_covering_every_argument():
+    """A new public function must declare its domain here before the suite passes."""
+    rows = {}
+    for row in ROWS:
+        rows.setdefault(row.id, set()).update(row.kwargs)
+    missing = sorted(set(PUBLIC) - set(rows))
+    assert not missing, f"add a Row for: {missing}"
+    for name, fn in PUBLIC.items():
+        params = set(inspect.signature(fn).parameters)
+        assert params == rows[name], f"{name}: row arguments {rows[name]} != {params}"
+
+
+def test_every_row_is_valid_as_given():
+    for row in ROWS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            assert row.check(row.fn(**row.kwargs)), row.id
+
+
+# ---- the property --------------------------------------------------------------------
+
+
+def _names_argument(message: str, names) -> bool:
+    """True if the message names one of the arguments ("a" must open it: it is a word)."""
+    for name in names:
+        if name == "a":
+            if message.startswith("a "):
+                return True
+        elif re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", message):
+            return True
+    return False
+
+
+def check_call(row: Row, arg: str, value) -> None:
+    kwargs = {**row.kwargs, arg: value}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            result = row.fn(**kwargs)
+        except (ValueError, TypeError) as exc:
+            message = str(exc)
+            assert "\n" not in message.strip(), f"{row.id}({arg}={value!r}): {message!r}"
+            assert _names_argument(message, row.kwargs), (
+                f"{row.id}({arg}={value!r}) raised {type(exc).__name__} without naming an "
+                f"argument: {message!r}")
+            return
+    assert row.check(result), (
+        f"{row.id}({arg}={value!r}) returned {result!r}, not {getattr(row.check, '__name__', '')}")
+
+
+NAN, INF = float("nan"), float("inf")
+MID_SIZE = 10**6 + 1  # just above MAX_GROUP_SIZE; a valid, slow sample count
+BAD_VALUES = [
+    NAN, INF, -INF, 1e20, 1e308, -1e308, 5e-324, 2**63, 2**64, 10**400, -1, -0.5, 0, 2.5,
+    MID_SIZE, np.float32(INF), np.int64(-2**63), "0.1", "abc", "", None, True, False,
+    ["0.1"], [None], [], np.array([]), [NAN], [[1, 2], [3]], 1 + 2j, object(), {"p": 1},
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
+def test_fixed_bad_values(row):
+    for arg in row.kwargs:
+        for value in BAD_VALUES:
+            if arg in row.sizes and value is MID_SIZE:
+                continue  # a valid sample count, only slow: not what this test is about
+            check_call(row, arg, value)
+
+
+def _wild(small: bool):
+    """Anything a caller might pass. ``small``: no valid value big enough to be slow."""
+    ints = (st.integers(-5, 3000) | st.integers(10**9, 2**80) | st.integers(-2**80, -10**9)
+            if small else st.integers(-2**80, 2**80))
+    floats = st.floats(allow_nan=True, allow_infinity=True)
+    if small:
+        floats = floats.filter(lambda v: not 1e4 < abs(v) < 1e9)
+    scalars = ints | floats | st.booleans() | st.none() | st.text(max_size=3)
+    return (scalars | st.lists(floats, max_size=4) | st.lists(ints, max_size=4)
+            | st.lists(st.text(max_size=2), min_size=1, max_size=2)
+            | st.sampled_from(BAD_VALUES))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
+def test_hypothesis_values(row, data):
+    arg = data.draw(st.sampled_from(sorted(row.kwargs)), label="argument")
+    value = data.draw(_wild(small=arg in row.sizes), label="value")
+    check_call(row, arg, value)
