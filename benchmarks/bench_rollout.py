@@ -23,6 +23,11 @@ PASS/MISS uses the ratio of CPU-time rates (see ``_common.Row``).
     python benchmarks/bench_rollout.py                 # tiny model and SmolLM2-135M
     python benchmarks/bench_rollout.py --models tiny   # just the tiny model
     python benchmarks/bench_rollout.py --quick         # tiny model, G=4, a few tokens
+    python benchmarks/bench_rollout.py --device cuda   # the same rows on a GPU
+
+On CUDA (``--device cuda``) every timed call ends with ``torch.cuda.synchronize()``, the
+prototype (a CPU proposal) is skipped, and PASS/MISS uses the wall-clock ratio: process CPU
+time does not measure GPU work.
 
 Shapes: the tiny model runs the lab's own workload (prompts from its arithmetic task,
 64 completions per step so B = 64/G prompts, ``max_completion_length`` 6; these rows carry
@@ -75,17 +80,17 @@ def lab_prompts(n: int = 64) -> list[str]:
         return TINY_PROMPTS
 
 
-def load(name: str):
-    """``(model, tokenizer, prompts)`` for ``tiny`` or ``smollm2``, in eval mode on CPU."""
+def load(name: str, device: str = "cpu"):
+    """``(model, tokenizer, prompts)`` for ``tiny`` or ``smollm2``, in eval mode on ``device``."""
     if name == "tiny":
         from grpolab.models.tiny import build_tiny_model
 
         model, tok = build_tiny_model(seed=0)
-        return model.eval(), tok, lab_prompts()
+        return model.to(device).eval(), tok, lab_prompts()
     if name == "smollm2":
         from grpolab.models.smollm2 import load_smollm2
 
-        model, tok = load_smollm2(device="cpu")
+        model, tok = load_smollm2(device=device)
         text = tok.apply_chat_template([{"role": "user", "content": SMOL_QUESTION}],
                                        tokenize=False, add_generation_prompt=True)
         return model.eval(), tok, [text]
@@ -97,16 +102,21 @@ def with_unshared(name: str, G: int) -> bool:
     return name == "tiny" or G <= 16
 
 
-def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int) -> list[Row]:
+def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int,
+                device: str = "cpu") -> list[Row]:
     """Rows for ``cases`` of (B prompts, G, max_new_tokens T, whether the target applies)."""
     import torch
 
     from grpolab.grpo.rollout import encode_prompts, sample
 
-    model, tok, all_prompts = load(name)
+    model, tok, all_prompts = load(name, device)
+    on_cpu = device == "cpu"
+    sync = (lambda: None) if on_cpu else torch.cuda.synchronize
     try:
         import proto_fast_decode as proto
     except ImportError:
+        proto = None
+    if not on_cpu:  # a CPU proposal; its self-check draws from a CPU generator
         proto = None
     if proto is not None and proto.supports(model):
         err = proto.check_against_hf(model, tok, all_prompts[:4])
@@ -116,23 +126,25 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int) -
     no_eos = vocab + 7  # never sampled
     ftok = FixedLengthTokenizer(tok, no_eos)
     pad = tok.pad_token_id
-    gen = torch.Generator().manual_seed(0)
+    gen = torch.Generator(device=device).manual_seed(0)
     rows = []
     for B, G, T, targeted in cases:
         prompts = (all_prompts * B)[:B]
-        ids, mask = encode_prompts(tok, prompts, "cpu")
+        ids, mask = encode_prompts(tok, prompts, device)
         P = ids.shape[1]
         n = B * G
 
         def shared(G=G, T=T, n=n, prompts=prompts):
             r = sample(model, ftok, prompts, G, max_new_tokens=T, temperature=1.0, top_p=1.0,
                        generator=gen)
+            sync()
             assert r.tokens_generated == n * T, "grpolab stopped early"
 
         def unshared(G=G, T=T, n=n, prompts=prompts):
             rep = [p for p in prompts for _ in range(G)]
             r = sample(model, ftok, rep, 1, max_new_tokens=T, temperature=1.0, top_p=1.0,
                        generator=gen)
+            sync()
             assert r.tokens_generated == n * T, "grpolab (unshared) stopped early"
 
         @torch.no_grad()
@@ -140,6 +152,7 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int) -
             out = model.generate(input_ids=ids, attention_mask=mask, do_sample=True,
                                  num_return_sequences=G, max_new_tokens=T, temperature=1.0,
                                  top_p=1.0, top_k=0, eos_token_id=no_eos, pad_token_id=pad)
+            sync()
             assert out.shape == (n, P + T), f"generate returned {tuple(out.shape)}"
 
         sides = {"shared": shared, "generate": generate}
@@ -157,15 +170,16 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int) -
         tok_rate = {k: n * T / v.wall_median for k, v in t.items()}
         settings = f"B={B} G={G} prompt={P} new={T}"
         target = TARGETS[name] if targeted else None
+        gate = cpu_rate if on_cpu else rate  # CUDA: CPU time does not measure GPU work
         rows.append(Row(
             case=f"{name} vs generate {settings}",
             ours_label="grpolab.grpo.rollout.sample (prefix-shared KV cache)",
             baseline_label="model.generate(do_sample=True, num_return_sequences=G)",
             ours=rate["shared"], baseline=rate["generate"], unit="completions/s",
             ratio=rate["shared"] / rate["generate"],
-            target=f"CPU-time ratio >= {target}" if target else "",
+            target=f"{'CPU' if on_cpu else 'wall'}-time ratio >= {target}" if target else "",
             status=status(None if target is None
-                          else cpu_rate["shared"] / cpu_rate["generate"] >= target),
+                          else gate["shared"] / gate["generate"] >= target),
             reps=reps,
             extra={"ours_cpu": cpu_rate["shared"], "baseline_cpu": cpu_rate["generate"],
                    "ours_tokens_per_s": tok_rate["shared"],
@@ -198,11 +212,28 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int) -
     return rows
 
 
+def device_settings(device: str) -> dict:
+    """``{}`` on CPU (the CPU output is as before); the device and GPU name otherwise."""
+    if device == "cpu":
+        return {}
+    import torch
+
+    return {"device": device, "gpu": torch.cuda.get_device_name(0),
+            "torch_cuda": torch.version.cuda}
+
+
 def main(argv=None) -> int:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--models", default="tiny,smollm2", help="comma-separated: tiny, smollm2")
     p.add_argument("--G", default="4,16,64", help="comma-separated group sizes")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="where both sides run (default cpu)")
     args = p.parse_args(argv)
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise SystemExit("error: --device cuda but torch.cuda.is_available() is False")
     set_threads(args.threads)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     if any(m not in TARGETS for m in models):
@@ -223,7 +254,7 @@ def main(argv=None) -> int:
     rows = []
     for m in models:
         cases, reps = plan[m]
-        rows += bench_model(m, cases, args.reps or reps)
+        rows += bench_model(m, cases, args.reps or reps, args.device)
     notes = ["Fixed length: EOS is an id outside the vocabulary on every side, so every row "
              "generates exactly max_new_tokens tokens; sampling at temperature 1, top-p 1, "
              "top-k off.",
@@ -233,7 +264,8 @@ def main(argv=None) -> int:
                   settings={"models": models, "G": Gs,
                             "cases": {m: [dict(B=b, G=g, new_tokens=t, target=tg)
                                           for b, g, t, tg in plan[m][0]] for m in models},
-                            "reps": {m: args.reps or plan[m][1] for m in models}})
+                            "reps": {m: args.reps or plan[m][1] for m in models},
+                            **device_settings(args.device)})
 
 
 if __name__ == "__main__":

@@ -28,6 +28,12 @@ jump explains itself.
 
     python benchmarks/bench_step.py            # B=8, G=8 and B=4, G=16 (64 completions/step)
     python benchmarks/bench_step.py --quick    # B=2, G=4, a few steps
+    python benchmarks/bench_step.py --device cuda   # the same cases on a GPU
+
+On CUDA (``--device cuda``) both sides stay float32 (``bf16=False`` overrides trl_args'
+bf16-on-CUDA, so both do the same arithmetic; ``--trl-defaults`` keeps TRL's), each timed
+window ends with ``torch.cuda.synchronize()``, the prototype (a CPU proposal) is skipped,
+and PASS/MISS uses the wall-clock ratio: process CPU time does not measure GPU work.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import Row, Timings, finish, parser, print_row, set_threads, status  # noqa: E402
-from bench_rollout import FixedLengthTokenizer  # noqa: E402
+from bench_rollout import FixedLengthTokenizer, device_settings  # noqa: E402
 
 BENCH = "step"
 TARGET = 2.0  # TRL time / grpolab time; "grpolab ≤ 0.5× TRL's time"
@@ -101,7 +107,7 @@ def trl_settings(trainer) -> dict:
 
 
 def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float,
-               trl_defaults: bool = False) -> list[Row]:
+               trl_defaults: bool = False, device: str = "cpu") -> list[Row]:
     import torch
     from datasets import Dataset
     from transformers import TrainerCallback
@@ -118,7 +124,10 @@ def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float,
     prompts = task.train_prompts
     score = reward_fn(None)
     model, tok = build_tiny_model(seed=0)
+    model.to(device)
     ours_model = copy.deepcopy(model)
+    on_cpu = device == "cpu"
+    sync = (lambda: None) if on_cpu else torch.cuda.synchronize
     vocab = model.get_output_embeddings().weight.shape[0]
     no_eos = vocab + 7
     ftok = FixedLengthTokenizer(tok, no_eos)
@@ -126,7 +135,7 @@ def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float,
     # ---- grpolab: the loop body of grpolab.grpo.loop.run (rollout → reward → advantages → update)
     def make_step(policy, sampler):
         optimizer = torch.optim.AdamW(policy.parameters(), lr=lr, weight_decay=0.0)
-        gen = torch.Generator().manual_seed(0)
+        gen = torch.Generator(device=device).manual_seed(0)
         cursor = [0]
 
         def step() -> int:
@@ -147,7 +156,7 @@ def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float,
         import proto_fast_decode as proto
     except ImportError:
         proto = None
-    if proto is not None and proto.supports(model):
+    if on_cpu and proto is not None and proto.supports(model):
         ours["prototype"] = make_step(copy.deepcopy(model), proto.fast_sample)
 
     # ---- TRL
@@ -160,15 +169,18 @@ def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float,
 
     class Interleave(TrainerCallback):
         def on_step_begin(self, args, state, control, **kw):
+            sync()
             self.c0, self.t0 = time.process_time(), time.perf_counter()
 
         def on_step_end(self, args, state, control, **kw):
+            sync()
             times["trl"].wall.append(time.perf_counter() - self.t0)
             times["trl"].cpu.append(time.process_time() - self.c0)
             names = list(ours) if state.global_step % 2 else list(ours)[::-1]
             for k in names:
                 c0, t0 = time.process_time(), time.perf_counter()
                 tokens[k].append(ours[k]())
+                sync()
                 times[k].wall.append(time.perf_counter() - t0)
                 times[k].cpu.append(time.process_time() - c0)
 
@@ -180,7 +192,9 @@ def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float,
     overrides = dict(logging_steps=10_000, generation_kwargs={"eos_token_id": no_eos})
     if trl_defaults:  # what this benchmark ran before: TRL's own precision and checkpointing
         overrides.update(bf16=None, gradient_checkpointing=True)
-    cfg = trl_args(ours_cfg, out, device=torch.device("cpu"), progress=False, **overrides)
+    elif not on_cpu:  # float32 on both sides (trl_args turns bf16 on for CUDA)
+        overrides.update(bf16=False)
+    cfg = trl_args(ours_cfg, out, device=torch.device(device), progress=False, **overrides)
     trainer = GRPOTrainer(model=model, reward_funcs=[trl_reward], args=cfg, train_dataset=data,
                           processing_class=tok, callbacks=[Interleave()])
     trainer.train()
@@ -203,7 +217,8 @@ def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float,
             "grpolab step with benchmarks/proto_fast_decode.py as the sampler (a proposal)",
             baseline_label="trl.GRPOTrainer step (generate + loss + backward + AdamW)",
             ours=o, baseline=b, ratio=b / o,
-            target=f"CPU-time ratio >= {TARGET}" if k == "grpolab" else "", reps=n - warmup,
+            target=f"{'CPU' if on_cpu else 'wall'}-time ratio >= {TARGET}" if k == "grpolab"
+            else "", reps=n - warmup,
             extra={"ours_cpu": times[k].cpu_median, "baseline_cpu": times["trl"].cpu_median,
                    "ours_tokens_per_step": sum(tokens[k]) / len(tokens[k]),
                    "trl_settings": settings}))
@@ -219,7 +234,14 @@ def main(argv=None) -> int:
     p.add_argument("--trl-defaults", action="store_true",
                    help="leave bf16 and gradient_checkpointing at TRL's defaults (True) instead "
                         "of trl_args' float32 without checkpointing")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="where both sides run (default cpu)")
     args = p.parse_args(argv)
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise SystemExit("error: --device cuda but torch.cuda.is_available() is False")
     set_threads(args.threads)
     warnings.filterwarnings("ignore")
     logging.getLogger("transformers").setLevel(logging.ERROR)
@@ -235,11 +257,13 @@ def main(argv=None) -> int:
         steps = warmup + (args.reps or 15)
     rows = []
     for B, G in cases:
-        for row in bench_case(B, G, T, steps, warmup, lr=1e-5, trl_defaults=args.trl_defaults):
+        for row in bench_case(B, G, T, steps, warmup, lr=1e-5, trl_defaults=args.trl_defaults,
+                              device=args.device):
             if args.quick:
                 row.target = ""
-            elif row.target:
-                row.status = status(row.cpu_ratio >= TARGET)
+            elif row.target:  # CUDA: CPU time does not measure GPU work
+                row.status = status((row.cpu_ratio if args.device == "cpu" else row.ratio)
+                                    >= TARGET)
             rows.append(row)
             print_row(BENCH, row)
     notes = ["Steady state: the first warm-up steps of each side are dropped.",
@@ -255,7 +279,8 @@ def main(argv=None) -> int:
                             "steps": steps, "warmup": warmup,
                             "trl_defaults": bool(args.trl_defaults),
                             "trl_settings": rows[0].extra["trl_settings"] if rows else {},
-                            "versions": versions(), "cpu_bf16": cpu})
+                            "versions": versions(), "cpu_bf16": cpu,
+                            **device_settings(args.device)})
 
 
 if __name__ == "__main__":

@@ -254,3 +254,12 @@ def test_advise_never_imports_torch():
     code = "import sys, grpolab.advise, grpolab.cli.advise; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
+
+
+def test_max_g_above_the_library_bound_names_the_flag(capsys):
+    from grpolab.cli.main import main
+
+    code = main(["advise", "--pass-rates", "labs/results/smollm2-pass-rates/pass_rates.json",
+                 "--max-G", "2000000"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--max-G" in err

@@ -657,6 +657,9 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
                           f"{budget!r}")
     if isinstance(max_G, bool) or not isinstance(max_G, (int, np.integer)) or max_G < 2:
         raise AdviseError(f"--max-G must be an integer >= 2, got {max_G!r}")
+    if max_G > theory.MAX_GROUP_SIZE or budget > 10**12:
+        raise AdviseError(f"--max-G must be <= {theory.MAX_GROUP_SIZE} and --budget <= 10**12, "
+                          f"got --max-G {max_G}, --budget {budget}")
     budget, max_G = int(budget), int(max_G)
     Gs = candidate_group_sizes(max_G, budget)
     filt = d.filtered()

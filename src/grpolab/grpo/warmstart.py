@@ -30,7 +30,7 @@ class WarmStartConfig:
 
     task: str = "arithmetic"
     task_kwargs: dict = field(default_factory=dict)
-    steps: int = 1000  # a tiny Llama at 700 steps passes ~10% of training prompts
+    steps: int = 1500  # a tiny Llama at 700 steps passes ~10% of training prompts
     batch_size: int = 64
     learning_rate: float = 1e-3
     seed: int = 0

@@ -50,7 +50,7 @@ REWARDS = ("task", "partial", "noisy", "length_long", "length_short")
 LAB_DEFAULTS: dict = dict(
     task_kwargs=dict(TASK_KWARGS), train_difficulties=[1, 2, 3], max_train_prompts=500,
     max_eval_prompts=200,
-    warmstart=WarmStartConfig(task="arithmetic", task_kwargs=dict(TASK_KWARGS), steps=1000),
+    warmstart=WarmStartConfig(task="arithmetic", task_kwargs=dict(TASK_KWARGS), steps=1500),
     num_generations=8, prompts_per_step=8, completion_budget=5120, learning_rate=3e-5,
     eval_every=1280, eval_samples=2, census_samples=32, census_seed=12345, device="cpu")
 

@@ -95,7 +95,7 @@ class SweepPreset:
 #: completions per step.
 _TINY = GRPOConfig(task="arithmetic", task_kwargs=dict(TASK_KWARGS), max_train_prompts=500,
                    warmstart=WarmStartConfig(task="arithmetic", task_kwargs=dict(TASK_KWARGS),
-                                             steps=1000),
+                                             steps=1500),
                    steps=100, learning_rate=5e-5, eval_every=20 * 64, eval_samples=4,
                    device="cpu")
 

@@ -435,8 +435,9 @@ def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bo
         if os.path.isfile(os.path.join(run_dir, "summary.json")):
             continue  # checked against cfg by check_resume
         bar.set_postfix_str(f"{regime.name} G={G} seed={seed}")
-        run(cfg, run_dir, cache_dir=cache, census=censuses[regime.name][:, :max(G, 8)],
-            progress=progress, extra={"regime": regime.name, "mode": regime.mode})
+        census = censuses[regime.name][:, :cfg.pass_rate_window_size]  # census_samples wide
+        run(cfg, run_dir, cache_dir=cache, census=census, progress=progress,
+            extra={"regime": regime.name, "mode": regime.mode})
     summary = aggregate(out, preset)
     summary["seconds_this_invocation"] = time.time() - start
     write_json_atomic(os.path.join(out, "summary.json"), summary)
