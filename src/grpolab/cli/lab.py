@@ -88,7 +88,7 @@ def build_preset(args: argparse.Namespace):
     """The preset named by ``args.preset`` with the command-line overrides applied."""
     from dataclasses import replace
 
-    from grpolab.cli._checks import check_device, check_out_dir, check_threads
+    from grpolab.cli._checks import check_out_dir, check_threads
     from grpolab.labs.sweep.presets import get_preset
 
     check_out_dir(args.out)
@@ -122,12 +122,14 @@ def build_preset(args: argparse.Namespace):
                         device=args.device, learning_rate=args.learning_rate, regimes=regimes,
                         warmstart=warm, torch_threads=args.threads, backend=args.backend)
     preset.validate_prompts()
-    check_device(preset.config.device)
     return preset
 
 
 def run_sweep_cmd(args: argparse.Namespace) -> int:
-    preset = build_preset(args)
+    from grpolab.cli._checks import check_device
+
+    preset = build_preset(args)  # the flags (labs/gpu checks GPU flags on a CPU this way)
+    check_device(preset.config.device)  # ... and this machine
     from grpolab.labs.sweep.run import run_sweep
 
     summary = run_sweep(preset, args.out, progress=not args.quiet, plots=not args.no_plots)

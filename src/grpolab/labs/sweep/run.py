@@ -54,9 +54,10 @@ STEP_COLUMNS = ("step", "completions", "reward_mean", "zero_gradient_observed",
                 "entropy", "kl", "seconds")
 
 
-#: The census has at least this many samples per prompt (and twice the largest G), so
-#: adding a G up to 32 to a sweep reuses it and a sweep of some of a preset's G gets the
-#: same census as the whole preset.
+#: The tiny model's census has at least this many samples per prompt (and twice the
+#: largest G), so adding a G up to 32 to a sweep reuses it and a sweep of some of a
+#: preset's G gets the same census as the whole preset. Other models (costly to sample)
+#: keep twice the largest G, at least 16; a wider need rebuilds the census.
 CENSUS_MIN_SAMPLES = 64
 CENSUS_SEED = 12345
 
@@ -67,8 +68,11 @@ def _census_path(out: str, regime) -> str:
 
 
 def census_width(preset: SweepPreset) -> int:
-    """Samples per prompt of the sweep's census."""
-    return max(CENSUS_MIN_SAMPLES, 2 * max(preset.group_sizes))
+    """Samples per prompt of the sweep's census (at least every run's census_samples)."""
+    floor = CENSUS_MIN_SAMPLES if preset.config.model == "tiny" else 16
+    windows = [preset.run_config(r, G, preset.seeds[0]).pass_rate_window_size
+               for r in preset.regimes for G in preset.group_sizes]
+    return max(floor, 2 * max(preset.group_sizes), *windows)
 
 
 def _census_inputs(config, warmstart_key: str | None) -> dict:
