@@ -165,10 +165,6 @@ class GRPOConfig:
             raise bad("prompts_per_step", f"× G = {self.prompts_per_step} × "
                       f"{self.num_generations} = {per_step} completions per step; a step holds "
                       f"them all in memory, so at most {MAX_COMPLETIONS_PER_STEP} are allowed")
-        if self.max_train_prompts is not None and self.prompts_per_step > self.max_train_prompts:
-            raise bad("prompts_per_step", f"({self.prompts_per_step}) is larger than "
-                      f"--max-train-prompts ({self.max_train_prompts}): a step cannot draw more "
-                      "distinct prompts than there are")
         if self.train_difficulties is not None and (
                 not isinstance(self.train_difficulties, list | tuple)
                 or not self.train_difficulties
