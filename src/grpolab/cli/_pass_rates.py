@@ -44,11 +44,12 @@ def register(lab_sub) -> None:
 
 def run_pass_rates(args: argparse.Namespace) -> int:
     """Measure, save JSON and plots, print a summary."""
-    from grpolab.cli.main import CLIError
+    from grpolab.cli._checks import check_device, check_out_dir, check_threads
     from grpolab.labs.pass_rates.run import PassRateConfig, run
 
-    if args.threads < 1:
-        raise CLIError(f"--threads must be >= 1, got {args.threads}")
+    check_out_dir(args.out)
+    check_threads(args.threads)
+    check_device(args.device)
     config = PassRateConfig(model=args.model, prompts_per_level=args.prompts_per_level,
                             samples=args.samples, max_new_tokens=args.max_new_tokens,
                             temperature=args.temperature, seed=args.seed,

@@ -111,11 +111,14 @@ def _config_file(path: str | None) -> dict:
 
 def _finished(out: str, config: GRPOConfig) -> dict | None:
     """The summary of a finished run of ``config`` in ``out``; an error for another config."""
+    from grpolab.grpo.records import read_json
+
     path = os.path.join(out, "summary.json")
     if not os.path.isfile(path):
         return None
-    with open(path) as f:
-        summary = json.load(f)
+    summary = read_json(path, "a run summary (grpolab lab train)",
+                        keys=("config", "G", "seed", "initial_accuracy", "final_accuracy",
+                              "seconds"), remedy=f"delete {out} and rerun")
     if summary.get("config") != json.loads(json.dumps(config.to_dict())):
         raise ValueError(f"{path} is a finished run of a different config; use another --out "
                          "or delete it")
@@ -124,16 +127,21 @@ def _finished(out: str, config: GRPOConfig) -> dict | None:
 
 def run_train(args: argparse.Namespace) -> int:
     """Build the config, run it on its backend, print one line of results."""
+    from grpolab.cli._checks import check_device, check_out_dir, check_threads
     from grpolab.cli.main import CLIError
 
-    if args.threads is not None and args.threads < 1:
-        raise CLIError(f"--threads must be >= 1, got {args.threads}")
+    check_out_dir(args.out)
+    check_out_dir(args.cache, "--cache")
+    check_threads(args.threads)
     if args.lora_r < 0:
         raise CLIError(f"--lora-r must be >= 0, got {args.lora_r}")
     overrides = {**_config_file(args.config), **config_overrides(args)}
     config = preset_run_config(args.preset, overrides, regime=args.regime)
     if config.backend != "trl" and (args.use_vllm or args.lora_r):
         raise CLIError("--use-vllm and --lora-r need --backend trl")
+    if config.task != "word_problems":  # word problems load SmolLM2's tokenizer to render
+        config.validate_prompts()
+    check_device(config.device)
     is_main = os.environ.get("RANK", "0") == "0"
     summary = _finished(args.out, config)
     if summary is not None:

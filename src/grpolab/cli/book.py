@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -27,7 +28,12 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from grpolab.book.build import BookBuildError, build_book, default_book_dir
+    from grpolab.cli._checks import check_out_dir
 
+    if args.book is not None and not os.path.isdir(args.book):
+        raise ValueError(f"--book {args.book} is not a folder (it must hold the book's "
+                         "_config.yml)")
+    check_out_dir(args.out)
     start = time.perf_counter()
     try:
         index = build_book(args.book or default_book_dir(), args.out, quiet=args.quiet)

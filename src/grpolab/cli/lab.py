@@ -71,12 +71,28 @@ def _positive(value, name):
         raise ValueError(f"{name} must be >= 1, got {value}")
 
 
+def _refuse_idle_flags(args: argparse.Namespace, regimes) -> None:
+    """``--budget`` counts only in budget mode, ``--prompts-per-step`` only in prompts
+    mode: a flag that would be ignored by a regime is refused, not silently dropped."""
+    for flag, value, mode in (("--budget", args.budget, "budget"),
+                              ("--prompts-per-step", args.prompts_per_step, "prompts")):
+        idle = [r.name for r in regimes if r.mode != mode]
+        if value is not None and idle:
+            other = "--prompts-per-step" if mode == "budget" else "--budget"
+            raise ValueError(f"{flag} does nothing in {'prompts' if mode == 'budget' else 'budget'}"
+                             f" mode (regime {', '.join(idle)}): use {other} there, "
+                             f"--mode {mode}, or --regimes without {', '.join(idle)}")
+
+
 def build_preset(args: argparse.Namespace):
     """The preset named by ``args.preset`` with the command-line overrides applied."""
     from dataclasses import replace
 
+    from grpolab.cli._checks import check_out_dir, check_threads
     from grpolab.labs.sweep.presets import get_preset
 
+    check_out_dir(args.out)
+    check_threads(args.threads)
     _positive(args.steps, "--steps")
     _positive(args.budget, "--budget")
     _positive(args.prompts_per_step, "--prompts-per-step")
@@ -98,16 +114,22 @@ def build_preset(args: argparse.Namespace):
     regimes = [replace(r, **{k: v for k, v in (("mode", args.mode), ("budget", args.budget),
                                                 ("prompts_per_step", args.prompts_per_step))
                              if v is not None}) for r in regimes]
+    _refuse_idle_flags(args, regimes)
     warm = preset.config.warmstart
     if args.warmstart_steps is not None:
         warm = replace(warm, steps=args.warmstart_steps)
-    return get_preset(args.preset, group_sizes=args.G, seeds=args.seeds, steps=args.steps,
-                      device=args.device, learning_rate=args.learning_rate, regimes=regimes,
-                      warmstart=warm, torch_threads=args.threads, backend=args.backend)
+    preset = get_preset(args.preset, group_sizes=args.G, seeds=args.seeds, steps=args.steps,
+                        device=args.device, learning_rate=args.learning_rate, regimes=regimes,
+                        warmstart=warm, torch_threads=args.threads, backend=args.backend)
+    preset.validate_prompts()
+    return preset
 
 
 def run_sweep_cmd(args: argparse.Namespace) -> int:
-    preset = build_preset(args)
+    from grpolab.cli._checks import check_device
+
+    preset = build_preset(args)  # the flags (labs/gpu checks GPU flags on a CPU this way)
+    check_device(preset.config.device)  # ... and this machine
     from grpolab.labs.sweep.run import run_sweep
 
     summary = run_sweep(preset, args.out, progress=not args.quiet, plots=not args.no_plots)
@@ -128,9 +150,15 @@ def run_sweep_cmd(args: argparse.Namespace) -> int:
 def run_plot_cmd(args: argparse.Namespace) -> int:
     import os
 
-    if not os.path.isfile(os.path.join(args.out, "summary.json")):
+    from grpolab.cli._checks import check_out_dir
+
+    path = os.path.join(args.out, "summary.json")
+    if not os.path.isfile(path):
         raise FileNotFoundError(f"no summary.json in {args.out}: run 'grpolab lab sweep' first")
-    from grpolab.labs.sweep.report import plot_sweep
+    check_out_dir(os.path.join(args.out, "plots"))
+    from grpolab.labs.sweep.report import plot_sweep, read_sweep_summary
+
+    read_sweep_summary(args.out)  # a foreign or damaged summary.json: one line naming it
 
     for path in plot_sweep(args.out):
         print(path)

@@ -5,8 +5,8 @@ module defines ``register(subparsers)``. Modules import heavy packages (torch, t
 inside the function that runs, so ``grpolab --help`` and ``grpolab theory`` stay fast.
 
 Errors are one line (``error: ...``) with exit code 2 and no traceback (bad input, a
-missing file, a missing optional package); Ctrl-C exits with 130 after the subcommand has
-saved what it finished.
+missing, damaged or unwritable file, a missing optional package); Ctrl-C exits with 130
+after the subcommand has saved what it finished.
 
 ``python -m grpolab ...`` (:mod:`grpolab.__main__`) is the same command, which is how
 ``accelerate launch -m grpolab lab train ...`` starts one process per GPU.
@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, CLIError, FileNotFoundError, ImportError) as exc:
+    except (ValueError, CLIError, OSError, ImportError) as exc:
+        # OSError: a file the user named is missing, unwritable or not a folder, a disk full
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

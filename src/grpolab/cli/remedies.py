@@ -30,6 +30,9 @@ def register(sub) -> None:
     p.add_argument("--budget", type=int, default=None, metavar="N",
                    help="completions per run (default: the item's, 5120)")
     p.add_argument("--cache", default=None, help="warm-start cache directory (default: OUT/cache)")
+    p.add_argument("--pool", default=None, metavar="DIR",
+                   help="finished runs by config, copied instead of retrained; name one folder "
+                   "for several items to share their identical runs (default: OUT/_pool)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
     p.add_argument("--no-plots", action="store_true", help="skip the plots")
     p.add_argument("--publish", default=None, metavar="DIR",
@@ -52,16 +55,23 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError("--item is required (or --list)")
     if args.budget is not None and args.budget < 1:
         raise CLIError(f"--budget must be >= 1, got {args.budget}")
-    if args.threads < 1:
-        raise CLIError(f"--threads must be >= 1, got {args.threads}")
+    from grpolab.cli._checks import check_distinct, check_out_dir, check_threads
+
+    out = args.out or f"runs/remedies/{args.item}"
+    check_out_dir(out)
+    check_out_dir(args.cache, "--cache")
+    check_out_dir(args.pool, "--pool")
+    check_out_dir(args.publish, "--publish")
+    check_threads(args.threads)
+    check_distinct(args.seeds, "--seeds")
+    check_distinct(args.arms, "--arms")
     import torch
 
     from grpolab.labs.remedies.items import run_item
 
     torch.set_num_threads(args.threads)
-    out = args.out or f"runs/remedies/{args.item}"
     results = run_item(args.item, out, seeds=args.seeds, arms=args.arms, budget=args.budget,
-                       cache_dir=args.cache)
+                       cache_dir=args.cache, pool_dir=args.pool)
     if not args.no_plots:
         from grpolab.labs.remedies.report import plot_item
 

@@ -24,11 +24,20 @@ from dataclasses import asdict, dataclass, field
 from grpolab.advantages import BASELINES, SCALES
 from grpolab.grpo.warmstart import WarmStartConfig
 
-__all__ = ["GRPOConfig", "LOSS_TYPES", "BACKENDS", "field_docs"]
+__all__ = ["GRPOConfig", "LOSS_TYPES", "BACKENDS", "field_docs", "training_prompts",
+           "MAX_COMPLETIONS_PER_STEP", "MAX_COUNT", "MAX_SEED"]
 
 #: TRL's ``loss_type`` values that this package implements (grpolab.grpo.loss).
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
 BACKENDS = ("grpolab", "trl")
+#: A step holds all of its B·G completions (tokens, log-probabilities, activations for the
+#: backward pass) in memory at once; far above this no machine we target has the memory.
+MAX_COMPLETIONS_PER_STEP = 16384
+#: The largest count (steps, budgets, samples, ...) a field takes: torch and numpy index
+#: with int64, but counts this large would never finish.
+MAX_COUNT = 2**31 - 1
+#: Seeds go to numpy's and torch's generators (both take 32-bit seeds without folding).
+MAX_SEED = 2**32 - 1
 
 
 @dataclass
@@ -130,19 +139,47 @@ class GRPOConfig:
         def bad(name: str, why: str):
             return ValueError(f"--{name.replace('_', '-')} {why}")
 
+        def count(v) -> bool:
+            return not isinstance(v, bool) and isinstance(v, int) and 1 <= v <= MAX_COUNT
+
         for name in ("num_generations", "prompts_per_step", "steps", "num_iterations",
                      "max_completion_length", "eval_every", "eval_samples"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise bad(name, f"must be an integer >= 1, got {v!r}")
+            if not count(v):
+                raise bad(name, f"must be an integer in [1, {MAX_COUNT}], got {v!r}")
         for name in ("max_train_prompts", "max_eval_prompts", "completion_budget",
                      "census_samples"):
             v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-                raise bad(name, f"must be an integer >= 1 or unset, got {v!r}")
+            if v is not None and not count(v):
+                raise bad(name, f"must be an integer in [1, {MAX_COUNT}] or unset, got {v!r}")
+        for name in ("seed", "census_seed"):
+            v = getattr(self, name)
+            if (v is not None or name == "seed") and (
+                    isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_SEED):
+                raise bad(name, f"must be an integer in [0, {MAX_SEED}], got {v!r}")
         if self.num_generations < 2:
             raise bad("num_generations", "must be >= 2 (a group of one has no baseline), "
                       f"got {self.num_generations}")
+        per_step = self.num_generations * self.prompts_per_step
+        if per_step > MAX_COMPLETIONS_PER_STEP:
+            raise bad("prompts_per_step", f"× G = {self.prompts_per_step} × "
+                      f"{self.num_generations} = {per_step} completions per step; a step holds "
+                      f"them all in memory, so at most {MAX_COMPLETIONS_PER_STEP} are allowed")
+        if self.train_difficulties is not None and (
+                not isinstance(self.train_difficulties, list | tuple)
+                or not self.train_difficulties
+                or any(isinstance(d, bool) or not isinstance(d, int) or d < 1
+                       for d in self.train_difficulties)):
+            raise bad("train_difficulties", "must be a non-empty list of levels >= 1 or unset, "
+                      f"got {self.train_difficulties!r}")
+        if not isinstance(self.task, str) or not isinstance(self.model, str) or not self.model:
+            raise bad("task" if not isinstance(self.task, str) else "model",
+                      "must be a non-empty name")
+        if not isinstance(self.task_kwargs, dict):
+            raise bad("task_kwargs", f"must be a JSON object, got {self.task_kwargs!r}")
+        if not isinstance(self.warmstart, WarmStartConfig):
+            raise bad("warmstart", f"must be a WarmStartConfig, got {self.warmstart!r}")
+        self.warmstart.validate()
         for name, allowed in (("loss_type", LOSS_TYPES), ("scale_rewards", SCALES),
                               ("advantage_baseline", BASELINES), ("backend", BACKENDS)):
             if getattr(self, name) not in allowed:
@@ -155,6 +192,9 @@ class GRPOConfig:
             if isinstance(v, bool) or not (isinstance(v, int | float) and math.isfinite(v)
                                            and v > 0):
                 raise bad(name, f"must be a positive finite number, got {v!r}")
+        if not 1e-3 <= self.temperature <= 100:
+            raise bad("temperature", f"must be in [0.001, 100] (logits / T overflows or "
+                      f"flattens beyond), got {self.temperature!r}")
         if self.learning_rate > 1.0:
             raise bad("learning_rate", f"must be <= 1 (AdamW diverges far below that), "
                       f"got {self.learning_rate!r}")
@@ -163,11 +203,15 @@ class GRPOConfig:
             if isinstance(v, bool) or not (isinstance(v, int | float) and math.isfinite(v)
                                            and v >= 0):
                 raise bad(name, f"must be a non-negative finite number, got {v!r}")
+        if self.epsilon >= 1:
+            raise bad("epsilon", f"must be < 1 (the ratio is clipped to [1 - ε, 1 + ε]), "
+                      f"got {self.epsilon!r}")
         if self.epsilon_high is not None and not (
                 isinstance(self.epsilon_high, int | float) and math.isfinite(self.epsilon_high)
                 and self.epsilon_high >= 0):
             raise bad("epsilon_high", f"must be >= 0 or unset, got {self.epsilon_high!r}")
-        if not (isinstance(self.top_p, int | float) and 0 < self.top_p <= 1):
+        if isinstance(self.top_p, bool) or not (isinstance(self.top_p, int | float)
+                                                and 0 < self.top_p <= 1):
             raise bad("top_p", f"must be in (0, 1], got {self.top_p!r}")
         if self.pass_rate_window_size < self.num_generations:
             raise bad("census_samples", f"({self.census_samples}) must be >= num_generations "
@@ -175,9 +219,29 @@ class GRPOConfig:
         if self.completion_budget is not None and self.completion_budget < self.num_generations:
             raise bad("completion_budget", f"({self.completion_budget}) is smaller than one "
                       f"group of {self.num_generations}")
-        if isinstance(self.device, str) is False or not (
-                self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
+        if not isinstance(self.device, str) or not (
+                self.device in ("auto", "cpu", "cuda") or (
+                    self.device.startswith("cuda:") and self.device[5:].isdigit())):
             raise bad("device", f"must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+        return self
+
+    def validate_prompts(self, task=None) -> GRPOConfig:
+        """:meth:`validate`, then the checks that need the task's prompts (built from
+        ``task``/``task_kwargs`` unless given; no torch): the difficulty levels exist and a
+        step's prompts fit in the training set."""
+        self.validate()
+        if task is None:
+            from grpolab.tasks.arithmetic import get_task
+
+            try:
+                task = get_task(self.task, **self.task_kwargs)
+            except TypeError as exc:
+                raise ValueError(f"--task-kwargs do not fit task {self.task!r}: {exc}") from None
+        train, _ = training_prompts(self, task)
+        if self.prompts_per_step > len(train):
+            raise ValueError(f"--prompts-per-step ({self.prompts_per_step}) is larger than the "
+                             f"{len(train)} training prompts of this run: a step cannot draw "
+                             "more distinct prompts than there are")
         return self
 
     # ------------------------------------------------------------------ (de)serialisation
@@ -198,6 +262,24 @@ class GRPOConfig:
     def with_overrides(self, **overrides) -> GRPOConfig:
         """A copy with ``overrides`` applied (names must be fields)."""
         return GRPOConfig.from_dict({**self.to_dict(), **overrides})
+
+
+def training_prompts(config: GRPOConfig, task) -> tuple[list, list]:
+    """The run's training and held-out prompts: ``train_difficulties`` filters both splits,
+    ``max_train_prompts``/``max_eval_prompts`` truncate them."""
+    train, evals = task.train_prompts, task.eval_prompts
+    if config.train_difficulties:
+        keep = set(config.train_difficulties)
+        train = [p for p in train if p.difficulty in keep]
+        evals = [p for p in evals if p.difficulty in keep]
+        if not train or not evals:
+            raise ValueError(f"--train-difficulties {sorted(keep)} match no prompts of task "
+                             f"{config.task!r} (levels: {task.difficulties})")
+    if config.max_train_prompts is not None:
+        train = train[:config.max_train_prompts]
+    if config.max_eval_prompts is not None:
+        evals = evals[:config.max_eval_prompts]
+    return train, evals
 
 
 @functools.cache

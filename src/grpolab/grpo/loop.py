@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 from grpolab.advantages import group_advantages, zero_variance_groups
-from grpolab.grpo.config import GRPOConfig
+from grpolab.grpo.config import GRPOConfig, training_prompts
 from grpolab.grpo.loss import grpo_update, per_token_logprobs
 from grpolab.grpo.measure import PassRateWindow, evaluate, pass_rate_census, rewards_of
 from grpolab.grpo.records import provenance, write_json_atomic
@@ -116,24 +116,6 @@ def load_policy(config: GRPOConfig, cache_dir: str, device, progress: bool = Fal
         return model, tok, "smollm2"
     model, tok = load_causal_lm(config.model, device=device)
     return model, tok, config.model
-
-
-def training_prompts(config: GRPOConfig, task) -> tuple[list, list]:
-    """The run's training and held-out prompts: ``train_difficulties`` filters both splits,
-    ``max_train_prompts``/``max_eval_prompts`` truncate them."""
-    train, evals = task.train_prompts, task.eval_prompts
-    if config.train_difficulties:
-        keep = set(config.train_difficulties)
-        train = [p for p in train if p.difficulty in keep]
-        evals = [p for p in evals if p.difficulty in keep]
-        if not train or not evals:
-            raise ValueError(f"--train-difficulties {sorted(keep)} match no prompts of task "
-                             f"{config.task!r} (levels: {task.difficulties})")
-    if config.max_train_prompts is not None:
-        train = train[:config.max_train_prompts]
-    if config.max_eval_prompts is not None:
-        evals = evals[:config.max_eval_prompts]
-    return train, evals
 
 
 def prepare_run(config: GRPOConfig, out_dir, cache_dir: str | None, progress: bool, task=None):

@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 __all__ = ["WarmStartConfig", "warm_start", "supervised_batch", "training_environment",
-           "weights_checksum"]
+           "weights_checksum", "check_cached"]
 
 
 @dataclass
@@ -37,6 +37,30 @@ class WarmStartConfig:
     n_layer: int = 2
     n_embd: int = 128
     n_head: int = 4
+
+    def validate(self) -> WarmStartConfig:
+        """Raise a ValueError naming the first bad field (``--warmstart-steps`` style)."""
+        import math
+
+        def bad(name, why):
+            return ValueError(f"--warmstart-{name.replace('_', '-')} {why} (the warm start's "
+                              f"{name})")
+
+        for name, low, high in (("steps", 1, 10**7), ("batch_size", 1, 65536),
+                                ("n_layer", 1, 64), ("n_embd", 1, 8192), ("n_head", 1, 256),
+                                ("seed", 0, 2**32 - 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+                raise bad(name, f"must be an integer in [{low}, {high}], got {v!r}")
+        if self.n_embd % self.n_head:
+            raise bad("n_embd", f"({self.n_embd}) must be a multiple of n_head ({self.n_head})")
+        lr = self.learning_rate
+        if isinstance(lr, bool) or not isinstance(lr, int | float) or not (
+                math.isfinite(lr) and 0 < lr <= 1):
+            raise bad("learning_rate", f"must be in (0, 1], got {lr!r}")
+        if not isinstance(self.task, str) or not isinstance(self.task_kwargs, dict):
+            raise bad("task", "must be a task name with a JSON object of task_kwargs")
+        return self
 
     def key(self) -> str:
         """Cache key: this config plus everything else that changes the weights (the code
@@ -77,6 +101,25 @@ def weights_checksum(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
+def check_cached(path: str | os.PathLike) -> None:
+    """Refuse a cached warm start whose ``model.safetensors`` is not the file it recorded
+    (truncated by a full disk, or changed): a ValueError naming the file and the fix."""
+    path = os.fspath(path)
+    fix = f"delete the folder {path} and rerun (the warm start is trained again)"
+    record = os.path.join(path, "warmstart.json")
+    try:
+        with open(record, encoding="utf-8") as f:
+            expected = json.load(f).get("weights_sha256")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        raise ValueError(f"{record}: damaged or not a warm-start record; {fix}") from None
+    weights = os.path.join(path, "model.safetensors")
+    if not os.path.isfile(weights):
+        raise ValueError(f"{weights} is missing; {fix}")
+    if expected is not None and weights_checksum(path) != expected:
+        raise ValueError(f"{weights} does not match the checksum in warmstart.json (truncated "
+                         f"or changed); {fix}")
+
+
 def supervised_batch(tokenizer, prompts, device):
     """Token ids, attention mask and labels (−100 outside the answer) for prompt + answer + EOS."""
     import torch
@@ -111,6 +154,7 @@ def warm_start(config: WarmStartConfig, cache_dir: str | os.PathLike, *, device=
 
     final = os.path.join(os.fspath(cache_dir), f"warmstart-{config.key()}")
     if os.path.isfile(os.path.join(final, "warmstart.json")):
+        check_cached(final)
         return final
     device = resolve_device(device)
     task = get_task(config.task, **config.task_kwargs)

@@ -323,8 +323,10 @@ def run(config: PassRateConfig, out_dir: str, *, device=None, progress: bool = T
     cfg = json.loads(json.dumps(asdict(config)))  # tuples → lists, as stored
     done: list = []
     if os.path.exists(path):
-        with open(path) as f:
-            previous = json.load(f)
+        from grpolab.grpo.records import read_json
+
+        previous = read_json(path, "pass-rate results (grpolab lab pass-rates)",
+                             keys=("config",))
         if previous.get("config") != cfg:
             raise ValueError(f"{path} holds results of a different configuration; "
                              "use a new --out directory or delete it")

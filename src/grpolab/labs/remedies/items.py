@@ -1,13 +1,16 @@
 """The remedy labs: the 8 items (arms × seeds of lab configs), their probes, the runner.
 
 One job: say what each lab of book/labs/03-remedies.md trains (:data:`ITEMS`) and run it,
-resumably, with :func:`grpolab.labs.remedies.run.run_lab`. Identical configs across items are
-trained once and shared through a pool keyed by :func:`config_key`.
+resumably, with :func:`grpolab.labs.remedies.run.run_lab`. Identical configs are trained once
+and shared through a pool keyed by :func:`config_key` (``DIR/_pool``, or one ``--pool``
+folder that several items share).
 
 Results layout of ``grpolab remedies --item NAME --out DIR``::
 
     DIR/item.json                     the item: arms, seeds, budget, version, commit, device
     DIR/runs/<arm>/seed<s>/           log.jsonl + summary.json (present = finished; skipped)
+    DIR/_pool/<config key>/           every finished run by config (shared by arms and items
+                                      run into the same DIR; copied, not retrained)
     DIR/probe.json                    sampling-only measurements (items that have them)
     DIR/results.json                  per-arm means and seed spreads, the verdict inputs
     DIR/*.png, DIR/*.svg              the item's plot
@@ -197,17 +200,22 @@ for _item in ITEMS.values():
 
 def config_key(config: GRPOConfig, remedy: Remedy) -> str:
     """A hash of everything that determines a run: identical configs in different items
-    (every item's plain G = 8 arm, say) are trained once and shared through the pool."""
+    (every item's plain G = 8 arm, say) are trained once and shared through the pool. The
+    warm start's own key is part of it (its code, torch version and thread count), so a
+    run from another warm start is never taken from the pool."""
     import hashlib
 
-    blob = json.dumps([config.to_dict(), asdict(remedy)], sort_keys=True, default=str)
+    warm = config.warmstart.key() if config.model == "tiny" else None
+    blob = json.dumps([config.to_dict(), asdict(remedy), warm], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def _copy_run(src: str, dst: str, extra: dict) -> None:
     """Copy a finished run (log, then summary last) and relabel it for its new item/arm."""
-    from grpolab.grpo.records import write_json_atomic
+    from grpolab.grpo.records import read_json, write_json_atomic
 
+    summary = read_json(os.path.join(src, "summary.json"), "a run summary", keys=("config",),
+                        remedy=f"delete the folder {src} and rerun")
     os.makedirs(dst, exist_ok=True)
     with open(os.path.join(src, "log.jsonl")) as f:
         log = f.read()
@@ -215,10 +223,34 @@ def _copy_run(src: str, dst: str, extra: dict) -> None:
     with open(tmp, "w") as f:
         f.write(log)
     os.replace(tmp, os.path.join(dst, "log.jsonl"))
-    with open(os.path.join(src, "summary.json")) as f:
-        summary = json.load(f)
     summary.update(extra)
     write_json_atomic(os.path.join(dst, "summary.json"), summary)
+
+
+def _check_finished(run_dir: str, config: GRPOConfig, key: str) -> bool:
+    """Whether ``run_dir`` holds a finished run of exactly this config (a finished run of
+    another config, e.g. another --budget, is refused rather than relabelled)."""
+    from grpolab.grpo.records import read_json
+
+    path = os.path.join(run_dir, "summary.json")
+    if not os.path.isfile(path):
+        return False
+    summary = read_json(path, "a run summary", keys=("config",),
+                        remedy=f"delete the folder {run_dir} and rerun (only that run is redone)")
+    same = summary["config"] == json.loads(json.dumps(config.to_dict()))
+    warm = config.warmstart.key() if config.model == "tiny" else None
+    if same and summary.get("warmstart_key") not in (None, warm):
+        raise ValueError(f"{run_dir} was trained from warm start {summary['warmstart_key']}, "
+                         f"this command's is {warm} (another --threads, torch version or model "
+                         f"code; it was made with {summary.get('device', 'another device')}); "
+                         "rerun with the same settings, or use another --out")
+    if same:
+        return True
+    old, new = summary["config"], config.to_dict()
+    diff = ", ".join(f"{k} {old.get(k)!r} -> {new[k]!r}" for k in new
+                     if json.dumps(old.get(k), default=str) != json.dumps(new[k], default=str))
+    raise ValueError(f"{run_dir} holds a finished run of another config ({diff or 'the remedy'}"
+                     "); use another --out, or delete that folder to train it again")
 
 
 def run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = None,
@@ -227,8 +259,10 @@ def run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = Non
              progress: bool = True, log=print) -> dict:
     """Run (or resume) every arm × seed of item ``name`` into ``out``; aggregate.
 
-    ``pool_dir`` (default ``out/../_pool``) holds every finished run under its
+    ``pool_dir`` (default ``out/_pool``) holds every finished run under its
     :func:`config_key`; a run whose config is already there is copied, not retrained.
+    Every config is validated, and the finished runs in ``out`` checked against it, before
+    anything is written.
     """
     from grpolab import __version__
     from grpolab.grpo.records import device_name, git_commit, write_json_atomic
@@ -240,10 +274,25 @@ def run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = Non
     arms = list(item.arms if arms is None else arms)
     for a in arms:
         if a not in item.arms:
-            raise ValueError(f"arm must be one of {', '.join(item.arms)}; got {a!r}")
-    over = {"completion_budget": budget} if budget else {}
+            raise ValueError(f"--arms: {a!r} is not an arm of {name} ({', '.join(item.arms)})")
+    for flag, values in (("--seeds", seeds), ("--arms", arms)):
+        if not values or len(set(values)) != len(values):
+            raise ValueError(f"{flag} must name at least one value, each once; got {values}")
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= 2**32 - 1:
+            raise ValueError(f"--seeds must be integers in [0, {2**32 - 1}], got {s!r}")
+    over = {"completion_budget": budget} if budget is not None else {}
     configs = {(a, s): item.config(a, s, **over) for a in arms for s in seeds}  # validates all
+    for (a, _), (cfg, _) in configs.items():
+        try:
+            cfg.validate_prompts()
+        except ValueError as exc:
+            raise ValueError(f"{exc} (arm {a})") from None
     out = os.fspath(out)
+    keys = {job: config_key(cfg, rem) for job, (cfg, rem) in configs.items()}
+    done = {job for job, (cfg, _) in configs.items()
+            if _check_finished(os.path.join(out, "runs", job[0], f"seed{job[1]}"), cfg,
+                               keys[job])}
     os.makedirs(out, exist_ok=True)
     cache_dir = cache_dir or os.path.join(out, "cache")
     write_json_atomic(os.path.join(out, "item.json"), {
@@ -254,18 +303,19 @@ def run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = Non
         "device": device_name(torch.device("cpu")), "torch_threads": torch.get_num_threads()})
     if item.probe is not None and not os.path.isfile(os.path.join(out, "probe.json")):
         run_probe(name, out, cache_dir=cache_dir, log=log)
-    pool_dir = pool_dir or os.path.join(os.path.dirname(os.path.abspath(out)), "_pool")
+    pool_dir = pool_dir or os.path.join(out, "_pool")
     for (a, s), (cfg, rem) in configs.items():
         run_dir = os.path.join(out, "runs", a, f"seed{s}")
-        if os.path.isfile(os.path.join(run_dir, "summary.json")):
+        if (a, s) in done:
             continue
-        pooled = os.path.join(pool_dir, config_key(cfg, rem))
+        key = keys[(a, s)]
+        pooled = os.path.join(pool_dir, key)
+        extra = {"item": name, "arm": a, "config_key": key}
         if os.path.isfile(os.path.join(pooled, "summary.json")):
-            _copy_run(pooled, run_dir, {"item": name, "arm": a})
+            _copy_run(pooled, run_dir, extra)
             log(f"{name} {a} seed={s}: same config already trained, copied from {pooled}")
             continue
-        summ = run_lab(cfg, rem, run_dir, cache_dir=cache_dir, progress=progress,
-                       extra={"item": name, "arm": a})
+        summ = run_lab(cfg, rem, run_dir, cache_dir=cache_dir, progress=progress, extra=extra)
         _copy_run(run_dir, pooled, {})
         log(f"{name} {a} seed={s}: accuracy {summ['initial_accuracy']:.3f} -> "
             f"{summ['final_accuracy']:.3f}, {summ['completions']} completions, "

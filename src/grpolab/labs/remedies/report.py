@@ -34,11 +34,11 @@ def _mean_sd(v: list[float]) -> dict:
 def aggregate_item(out: str | os.PathLike) -> dict:
     """Per-arm means and seed standard deviations of every summary metric into
     ``results.json`` (small; committed), plus accuracy-vs-completions curves per arm."""
-    from grpolab.grpo.records import write_json_atomic
+    from grpolab.grpo.records import CorruptFileError, read_json, read_jsonl, write_json_atomic
 
     out = os.fspath(out)
-    with open(os.path.join(out, "item.json")) as f:
-        meta = json.load(f)
+    meta = read_json(os.path.join(out, "item.json"), "a remedy item record (grpolab remedies)",
+                     keys=("item", "arms", "seeds"))
     metrics = ("final_accuracy", "initial_accuracy", "final_sampled_accuracy",
                "informative_per_1k_completions", "informative_groups_used", "groups_used",
                "completions", "cap_hits", "final_completion_length",
@@ -52,10 +52,16 @@ def aggregate_item(out: str | os.PathLike) -> dict:
             d = os.path.join(out, "runs", arm, f"seed{s}")
             if not os.path.isfile(os.path.join(d, "summary.json")):
                 continue
-            with open(os.path.join(d, "summary.json")) as f:
-                sums.append(json.load(f))
-            with open(os.path.join(d, "log.jsonl")) as f:
-                evals = [r for r in map(json.loads, f) if "eval_greedy_accuracy" in r]
+            remedy = f"delete the folder {d} and rerun (only that run is redone)"
+            summ = read_json(os.path.join(d, "summary.json"), "a run summary",
+                             keys=("steps", "final_accuracy", "final_accuracy_by_difficulty",
+                                   "initial_accuracy"), remedy=remedy)
+            sums.append(summ)
+            recs = read_jsonl(os.path.join(d, "log.jsonl"), "a run log", remedy=remedy)
+            evals = [r for r in recs if "eval_greedy_accuracy" in r]
+            if not any(r.get("step") == summ["steps"] for r in evals):
+                raise CorruptFileError(os.path.join(d, "log.jsonl"), "lacks the final evaluation "
+                                       f"of step {summ['steps']} (the log was cut short)", remedy)
             curve = [(r["completions"], r["eval_greedy_accuracy"]) for r in evals]
             initial_by_difficulty = evals[0]["eval_greedy_accuracy_by_difficulty"]
             curves.append({"seed": s, "completions": [c for c, _ in curve],
@@ -81,8 +87,7 @@ def aggregate_item(out: str | os.PathLike) -> dict:
     results = {**meta, "results": arms}
     probe_path = os.path.join(out, "probe.json")
     if os.path.isfile(probe_path):
-        with open(probe_path) as f:
-            results["probe"] = json.load(f)
+        results["probe"] = read_json(probe_path, "a probe record")
     if meta["item"] == "dynamic-sampling":
         results["theory"] = dynamic_sampling_theory(out, arms)
     write_json_atomic(os.path.join(out, "results.json"), results)
@@ -186,11 +191,12 @@ def plot_item(out: str | os.PathLike) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from grpolab.grpo.records import read_json
     from grpolab.labs.sweep.report import save_figure
 
     out = os.fspath(out)
-    with open(os.path.join(out, "results.json")) as f:
-        res = json.load(f)
+    res = read_json(os.path.join(out, "results.json"), "remedy results (grpolab remedies)",
+                    keys=("item", "results"))
     arms = res["results"]
     names = list(arms)
     cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")

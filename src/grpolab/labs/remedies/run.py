@@ -310,7 +310,11 @@ def census_for(config: GRPOConfig, model, tokenizer, prompts, cache_dir: str) ->
                       config.max_completion_length], sort_keys=True, default=str)
     path = os.path.join(cache_dir, f"census-{hashlib.sha256(key.encode()).hexdigest()[:12]}.npy")
     if os.path.isfile(path):
-        return np.load(path)
+        from grpolab.grpo.records import read_npy
+
+        census = read_npy(path, "a pass-rate census", ndim=2)
+        if census.shape == (len(prompts), config.pass_rate_window_size):
+            return census
     base = get_task(config.task, **config.task_kwargs)  # the census counts exact matches
     census = pass_rate_census(model, tokenizer, base, prompts,
                               samples=config.pass_rate_window_size,
@@ -319,9 +323,9 @@ def census_for(config: GRPOConfig, model, tokenizer, prompts, cache_dir: str) ->
                               seed=config.seed if config.census_seed is None
                               else config.census_seed)
     os.makedirs(cache_dir, exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}.npy"
-    np.save(tmp, census)
-    os.replace(tmp, path)
+    from grpolab.grpo.records import write_npy_atomic
+
+    write_npy_atomic(path, census)
     return census
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
 
-from grpolab.grpo.config import GRPOConfig
+from grpolab.grpo.config import MAX_COMPLETIONS_PER_STEP, GRPOConfig
 from grpolab.grpo.warmstart import WarmStartConfig
 
 __all__ = ["Regime", "SweepPreset", "PRESETS", "get_preset", "TASK_KWARGS"]
@@ -71,6 +71,21 @@ class SweepPreset:
         return self.config.with_overrides(
             train_difficulties=list(regime.train_difficulties), num_generations=G,
             prompts_per_step=regime.prompts_for(G), seed=seed, **regime.overrides).validate()
+
+    def validate_prompts(self, task=None) -> SweepPreset:
+        """Check every run's config against the task's prompts (no torch, nothing written):
+        the levels exist and a step's prompts fit in the training set."""
+        if task is None:
+            from grpolab.tasks.arithmetic import get_task
+
+            task = get_task(self.config.task, **self.config.task_kwargs)
+        for regime in self.regimes:
+            for G in self.group_sizes:
+                try:
+                    self.run_config(regime, G, self.seeds[0]).validate_prompts(task)
+                except ValueError as exc:
+                    raise ValueError(f"{exc} (regime {regime.name}, G={G})") from None
+        return self
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -170,11 +185,27 @@ def get_preset(name: str, **overrides) -> SweepPreset:
     if len(set(preset.seeds)) != len(preset.seeds):
         raise ValueError(f"--seeds lists a seed twice: {preset.seeds}")
     for s in preset.seeds:
-        if isinstance(s, bool) or not isinstance(s, int) or s < 0:
-            raise ValueError(f"--seeds must be integers >= 0, got {s!r}")
+        if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= 2**32 - 1:
+            raise ValueError(f"--seeds must be integers in [0, {2**32 - 1}], got {s!r}")
+    if not preset.regimes:
+        raise ValueError("--regimes must name at least one regime")
+    if len({r.name for r in preset.regimes}) != len(preset.regimes):
+        raise ValueError("--regimes lists a regime twice")
+    if isinstance(preset.noise_batches, bool) or not isinstance(preset.noise_batches, int) or \
+            not 0 <= preset.noise_batches <= 4096:
+        raise ValueError(f"noise_batches must be an integer in [0, 4096], got "
+                         f"{preset.noise_batches!r}")
     for r in preset.regimes:
         if r.mode not in ("budget", "prompts"):
             raise ValueError(f"--mode must be 'budget' or 'prompts', got {r.mode!r}")
+        for name in ("budget", "prompts_per_step"):
+            v = getattr(r, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be an integer >= 1, "
+                                 f"got {v!r}")
+        if r.mode == "budget" and r.budget > MAX_COMPLETIONS_PER_STEP:
+            raise ValueError(f"--budget {r.budget} completions per step: a step holds them all "
+                             f"in memory, so at most {MAX_COMPLETIONS_PER_STEP} are allowed")
         for G in preset.group_sizes:
             preset.run_config(r, G, preset.seeds[0])
     return preset

@@ -14,13 +14,12 @@
 from __future__ import annotations
 
 import csv
-import json
 import os
 
 import numpy as np
 
 __all__ = ["find_results", "plot_sweep", "load_curves", "plot_accuracy", "plot_zero_gradient",
-           "plot_gradient_noise"]
+           "plot_gradient_noise", "read_sweep_summary"]
 
 
 def find_results(relative: str = "labs/results/cpu-full") -> str:
@@ -37,14 +36,51 @@ def find_results(relative: str = "labs/results/cpu-full") -> str:
                             f"'grpolab lab sweep --preset cpu-full --out {relative}' first")
 
 
+_RUN_KEYS = ("regime", "G", "seed", "zero_gradient_observed", "zero_gradient_predicted")
+_REGIME_KEYS = ("zero_gradient_at_warm_start_theory",)
+_CURVE_KEYS = ("regime", "G", "seed", "step", "completions", "eval_greedy_accuracy")
+
+
+def read_sweep_summary(out: str) -> dict:
+    """``out/summary.json``, checked to be a sweep's (what :func:`plot_sweep` reads): a
+    damaged or foreign file is an error that names it, not a KeyError."""
+    from grpolab.grpo.records import CorruptFileError, read_json
+
+    path = os.path.join(out, "summary.json")
+    what = "a sweep summary written by 'grpolab lab sweep'"
+    summary = read_json(path, what, keys=("preset", "runs", "regimes"))
+    runs, regimes = summary["runs"], summary["regimes"]
+    if not isinstance(runs, list) or not isinstance(regimes, dict):
+        raise CorruptFileError(path, f"is not {what} ('runs' is not a list of runs)")
+    for r in runs:
+        if not isinstance(r, dict) or any(k not in r for k in _RUN_KEYS):
+            raise CorruptFileError(path, f"is not {what} (a run lacks {', '.join(_RUN_KEYS)})")
+    for name, info in regimes.items():
+        if not isinstance(info, dict) or any(k not in info for k in _REGIME_KEYS):
+            raise CorruptFileError(path, f"is not {what} (regime {name!r} lacks "
+                                   f"{', '.join(_REGIME_KEYS)})")
+    return summary
+
+
 def load_curves(out: str) -> list[dict]:
     """Rows of ``curves.csv`` with numbers parsed."""
-    with open(os.path.join(out, "curves.csv")) as f:
+    from grpolab.grpo.records import CorruptFileError
+
+    path = os.path.join(out, "curves.csv")
+    with open(path, encoding="utf-8", errors="replace") as f:
         rows = list(csv.DictReader(f))
-    for r in rows:
+    if rows and any(k not in rows[0] for k in _CURVE_KEYS):
+        raise CorruptFileError(path, f"is not a sweep's curves (no {', '.join(_CURVE_KEYS)} "
+                               "columns)", "delete it and rerun 'grpolab lab sweep' to rebuild it")
+    for n, r in enumerate(rows, 2):
         for k, v in r.items():
             if k != "regime":
-                r[k] = float(v) if v not in ("", None) else float("nan")
+                try:
+                    r[k] = float(v) if v not in ("", None) else float("nan")
+                except (TypeError, ValueError):
+                    raise CorruptFileError(path, f"line {n}: {k} = {v!r} is not a number",
+                                           "delete it and rerun 'grpolab lab sweep' to rebuild "
+                                           "it") from None
     return rows
 
 
@@ -184,8 +220,7 @@ def plot_sweep(out: str) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
-    with open(os.path.join(out, "summary.json")) as f:
-        summary = json.load(f)
+    summary = read_sweep_summary(out)
     regimes = list(summary["regimes"])
     if not regimes:
         return []

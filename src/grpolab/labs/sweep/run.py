@@ -14,6 +14,12 @@ Layout of ``out/``::
 
 Resumable: a run whose ``summary.json`` exists is skipped; every file is written to a
 temporary name and renamed. Ctrl-C stops between steps; finished runs stay.
+
+State that cannot lie: before anything is written, a rerun is checked against what ``out``
+holds (the preset, the finished runs' configs and warm start, the thread count), and
+refused if they differ. The census (``census-*.json`` beside each ``.npy``) and every
+gradient-noise row (its ``made_from``) record the inputs they were made from; one whose
+inputs differ from this sweep's is rebuilt, or refused when finished runs depend on it.
 """
 
 from __future__ import annotations
@@ -25,9 +31,18 @@ import time
 
 import numpy as np
 
-from grpolab.grpo.loop import training_prompts
+from grpolab.grpo.config import training_prompts
 from grpolab.grpo.measure import gradient_noise, pass_rate_census
-from grpolab.grpo.records import device_name, git_commit, write_json_atomic
+from grpolab.grpo.records import (
+    CorruptFileError,
+    device_name,
+    git_commit,
+    read_json,
+    read_jsonl,
+    read_npy,
+    write_json_atomic,
+    write_npy_atomic,
+)
 from grpolab.labs.sweep.presets import SweepPreset
 
 __all__ = ["run_sweep", "aggregate", "regime_verdicts", "PRIMARY_METRIC"]
@@ -39,25 +54,142 @@ STEP_COLUMNS = ("step", "completions", "reward_mean", "zero_gradient_observed",
                 "entropy", "kl", "seconds")
 
 
+#: The tiny model's census has at least this many samples per prompt (and twice the
+#: largest G), so adding a G up to 32 to a sweep reuses it and a sweep of some of a
+#: preset's G gets the same census as the whole preset. Other models (costly to sample)
+#: keep twice the largest G, at least 16; a wider need rebuilds the census.
+CENSUS_MIN_SAMPLES = 64
+CENSUS_SEED = 12345
+
+
 def _census_path(out: str, regime) -> str:
     """Regimes that train on the same prompts share one census."""
     return os.path.join(out, f"census-d{'-'.join(map(str, regime.train_difficulties))}.npy")
 
 
-def _census(out: str, preset: SweepPreset, regime, model, tokenizer, task, config) -> np.ndarray:
-    """Pass/fail of the warm start on every training prompt of the regime, cached on disk."""
+def census_width(preset: SweepPreset) -> int:
+    """Samples per prompt of the sweep's census (at least every run's census_samples)."""
+    floor = CENSUS_MIN_SAMPLES if preset.config.model == "tiny" else 16
+    windows = [preset.run_config(r, G, preset.seeds[0]).pass_rate_window_size
+               for r in preset.regimes for G in preset.group_sizes]
+    return max(floor, 2 * max(preset.group_sizes), *windows)
+
+
+def _census_inputs(config, warmstart_key: str | None) -> dict:
+    """What a census depends on, besides its width (recorded beside it)."""
+    return {"warmstart_key": warmstart_key, "model": config.model, "task": config.task,
+            "task_kwargs": config.task_kwargs, "train_difficulties": config.train_difficulties,
+            "max_train_prompts": config.max_train_prompts, "temperature": config.temperature,
+            "top_p": config.top_p, "max_completion_length": config.max_completion_length,
+            "seed": CENSUS_SEED}
+
+
+def _differences(old: dict, new: dict) -> str:
+    keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    return ", ".join(f"{k} {old.get(k)!r} -> {new.get(k)!r}" for k in keys[:3])
+
+
+def _cached_census(out: str, preset: SweepPreset, regime, config, warmstart_key: str | None,
+                   finished: int, n_prompts: int) -> np.ndarray | None:
+    """The census on disk if it was made from this sweep's inputs, else None (rebuild it).
+    A census that finished runs were seeded from, but from other inputs, is refused."""
+    path = _census_path(out, regime)
+    if not os.path.isfile(path):
+        return None
+    meta_path = path[:-len(".npy")] + ".json"
+    census = read_npy(path, "a pass-rate census", ndim=2)
+    inputs = _census_inputs(config, warmstart_key)
+    if os.path.isfile(meta_path):
+        recorded = read_json(meta_path, "a census record", keys=("inputs",))["inputs"]
+    elif finished:  # written before censuses recorded their inputs; its runs were checked
+        recorded = inputs
+        write_json_atomic(meta_path, {"inputs": inputs, "samples": int(census.shape[1])})
+    else:
+        recorded = {"unrecorded": True}
+    if recorded != inputs:
+        if finished:
+            raise ValueError(f"{path} was made from other inputs than this sweep's "
+                             f"({_differences(recorded, inputs)}) and {finished} finished runs "
+                             "were seeded from it; rerun with the settings that made it, use "
+                             "another --out, or delete the folder to start over")
+        return None
+    if census.shape[0] != n_prompts:
+        raise CorruptFileError(path, f"has {census.shape[0]} rows, not one per training prompt "
+                               f"({n_prompts})")
+    if census.shape[1] < census_width(preset):
+        return None  # a larger G than it was made for: widen it
+    return census
+
+
+def _census(out: str, preset: SweepPreset, regime, model, tokenizer, task, config,
+            warmstart_key: str | None = None, finished: int = 0, log=print) -> np.ndarray:
+    """Pass/fail of the warm start on every training prompt of the regime, cached on disk
+    with the inputs it was made from (``census-*.json``)."""
+    prompts = training_prompts(config, task)[0]
+    cached = _cached_census(out, preset, regime, config, warmstart_key, finished, len(prompts))
+    if cached is not None:
+        return cached
     path = _census_path(out, regime)
     if os.path.isfile(path):
-        return np.load(path)
-    width = max(max(preset.group_sizes), 8) * 2
-    census = pass_rate_census(model, tokenizer, task, training_prompts(config, task)[0],
-                              samples=width, temperature=config.temperature,
-                              top_p=config.top_p, max_new_tokens=config.max_completion_length,
-                              seed=12345)
-    tmp = f"{path}.tmp-{os.getpid()}.npy"
-    np.save(tmp, census)
-    os.replace(tmp, path)
+        log(f"{path}: made from other inputs or too narrow for G={max(preset.group_sizes)}; "
+            "rebuilding it")
+    width = census_width(preset)
+    census = pass_rate_census(model, tokenizer, task, prompts, samples=width,
+                              temperature=config.temperature, top_p=config.top_p,
+                              max_new_tokens=config.max_completion_length, seed=CENSUS_SEED)
+    write_npy_atomic(path, census)
+    write_json_atomic(path[:-len(".npy")] + ".json",
+                      {"inputs": _census_inputs(config, warmstart_key), "samples": width})
     return census
+
+
+def _noise_made_from(preset: SweepPreset, config, warmstart_key: str | None) -> dict:
+    """What one gradient-noise row depends on (recorded in the row as ``made_from``)."""
+    import hashlib
+
+    blob = json.dumps(config.to_dict(), sort_keys=True, default=str)
+    return {"warmstart_key": warmstart_key, "batches": preset.noise_batches,
+            "config_sha256": hashlib.sha256(blob.encode()).hexdigest()[:16]}
+
+
+def _read_noise(path: str) -> dict:
+    if not os.path.isfile(path):
+        return {}
+    noise = read_json(path, "gradient-noise measurements")
+    if not all(isinstance(v, list) and all(isinstance(r, dict) and "G" in r for r in v)
+               for v in noise.values()):
+        raise CorruptFileError(path, "is not gradient-noise measurements ({regime: [rows]})")
+    return noise
+
+
+def _noise_rows(preset: SweepPreset, regime, model, tokenizer, task, rows: list[dict],
+                warmstart_key: str | None, finished: int) -> tuple[list[dict], bool]:
+    """The regime's gradient-noise rows, one per G that fits the training set: rows made
+    from this sweep's inputs are kept, the others (and missing G) measured. Rows written
+    before rows recorded their inputs are kept when finished runs (checked to come from
+    this warm start) exist. Returns the rows and whether any was measured."""
+    prompts = training_prompts(preset.run_config(regime, preset.group_sizes[0], 0), task)[0]
+    keep = {int(r["G"]): r for r in rows}
+    out, measured = [], False
+    for G in sorted(set(preset.group_sizes) | set(keep)):
+        if G not in preset.group_sizes:  # measured by an earlier invocation with other G
+            if keep[G].get("made_from", {}).get("warmstart_key") == warmstart_key:
+                out.append(keep[G])
+            continue
+        cfg = preset.run_config(regime, G, 0)
+        if cfg.prompts_per_step > len(prompts):
+            continue
+        made_from = _noise_made_from(preset, cfg, warmstart_key)
+        if G in keep and "made_from" not in keep[G] and finished:
+            keep[G] = {**keep[G], "made_from": made_from}
+            measured = True  # (stamped: written back)
+        if G in keep and keep[G].get("made_from") == made_from:
+            out.append(keep[G])
+            continue
+        row = gradient_noise(model, tokenizer, task, prompts, cfg, preset.noise_batches)
+        out.append({**row, "made_from": made_from})
+        measured = True
+    return out, measured
 
 
 #: The sweep's pre-declared primary metric (sampled pass@1 on the held-out prompts) and its
@@ -92,32 +224,29 @@ def aggregate(out: str, preset: SweepPreset) -> dict:
         for G in preset.group_sizes:
             for seed in preset.seeds:
                 d = os.path.join(out, "runs", regime.name, f"G{G}-seed{seed}")
-                path = os.path.join(d, "summary.json")
-                if not os.path.isfile(path):
+                s = _finished_run(d)
+                if s is None:
                     continue
-                with open(path) as f:
-                    s = json.load(f)
+                log_records = s.pop("_log")
                 s.pop("config", None)
                 s["regime"] = regime.name
                 runs.append(s)
                 plug_in = []
-                with open(os.path.join(d, "log.jsonl")) as f:
-                    for line in f:
-                        rec = json.loads(line)
-                        if "zero_gradient_predicted_plugin" in rec:
-                            plug_in.append(rec["zero_gradient_predicted_plugin"])
-                        step = rec["step"]
-                        if step > 0 and (step % STEP_STRIDE == 0 or step == 1):
-                            step_rows.append({"regime": regime.name, "G": G, "seed": seed,
-                                              **{k: rec.get(k) for k in STEP_COLUMNS}})
-                        if "eval_greedy_accuracy" in rec:
-                            rows.append({
-                                "regime": regime.name, "G": G, "seed": seed, "step": rec["step"],
-                                "completions": rec["completions"],
-                                "eval_greedy_accuracy": rec["eval_greedy_accuracy"],
-                                "eval_sampled_accuracy": rec["eval_sampled_accuracy"],
-                                **{f"greedy_d{k}": v for k, v in
-                                   rec["eval_greedy_accuracy_by_difficulty"].items()}})
+                for rec in log_records:
+                    if "zero_gradient_predicted_plugin" in rec:
+                        plug_in.append(rec["zero_gradient_predicted_plugin"])
+                    step = rec["step"]
+                    if step > 0 and (step % STEP_STRIDE == 0 or step == 1):
+                        step_rows.append({"regime": regime.name, "G": G, "seed": seed,
+                                          **{k: rec.get(k) for k in STEP_COLUMNS}})
+                    if "eval_greedy_accuracy" in rec:
+                        rows.append({
+                            "regime": regime.name, "G": G, "seed": seed, "step": rec["step"],
+                            "completions": rec["completions"],
+                            "eval_greedy_accuracy": rec["eval_greedy_accuracy"],
+                            "eval_sampled_accuracy": rec["eval_sampled_accuracy"],
+                            **{f"greedy_d{k}": v for k, v in
+                               rec["eval_greedy_accuracy_by_difficulty"].items()}})
                 s["zero_gradient_predicted_plugin"] = float(np.mean(plug_in)) if plug_in else None
     per_regime = {}
     for regime in preset.regimes:
@@ -133,7 +262,7 @@ def aggregate(out: str, preset: SweepPreset) -> dict:
         census_path = _census_path(out, regime)
         theory_zero, theory_zero_plugin = {}, {}
         if os.path.isfile(census_path):
-            census = np.load(census_path)
+            census = read_npy(census_path, "a pass-rate census", ndim=2)
             k, n = census.sum(1), census.shape[1]
             for G in preset.group_sizes:
                 if G <= n:  # mean over prompts of the unbiased estimate of p^G + (1-p)^G
@@ -165,8 +294,7 @@ def aggregate(out: str, preset: SweepPreset) -> dict:
     }
     noise_path = os.path.join(out, "gradient_noise.json")
     if os.path.isfile(noise_path):
-        with open(noise_path) as f:
-            summary["gradient_noise"] = json.load(f)
+        summary["gradient_noise"] = _read_noise(noise_path)
     write_json_atomic(os.path.join(out, "summary.json"), summary)
     for name, table in (("curves.csv", rows), ("steps.csv", step_rows)):
         if table:
@@ -184,6 +312,69 @@ def _write_csv(path: str, rows: list[dict]) -> None:
     os.replace(tmp, path)
 
 
+def _finished_run(run_dir: str) -> dict | None:
+    """A finished run's summary (None when it has not finished); damaged files are refused."""
+    path = os.path.join(run_dir, "summary.json")
+    if not os.path.isfile(path):
+        return None
+    remedy = f"delete the folder {run_dir} and rerun the sweep (only that run is redone)"
+    summary = read_json(path, "a run summary", keys=("config", "steps"), remedy=remedy)
+    log_path = os.path.join(run_dir, "log.jsonl")
+    if not os.path.isfile(log_path):
+        raise CorruptFileError(log_path, "is missing but the run's summary.json is there", remedy)
+    records = read_jsonl(log_path, "a run log", remedy=remedy)
+    # the run evaluates at its last step, so a log cut at a line boundary lacks that row
+    final = [r for r in records if r.get("step") == summary["steps"]
+             and "eval_greedy_accuracy" in r]
+    if not final:
+        raise CorruptFileError(log_path, f"ends at step {records[-1].get('step')} without the "
+                               f"final evaluation of step {summary['steps']} that summary.json "
+                               "reports (the log was cut short)", remedy)
+    summary["_log"] = records
+    return summary
+
+
+def check_resume(out: str, preset: SweepPreset) -> dict[str, int]:
+    """Compare ``preset`` with the sweep already in ``out`` without writing anything; return
+    the number of finished runs per regime. Refused: another preset, a finished run of
+    another config, or one trained from another warm start or thread count."""
+    import torch
+
+    meta_path = os.path.join(out, "sweep.json")
+    meta = (read_json(meta_path, "a sweep record", keys=("preset_name",))
+            if os.path.isfile(meta_path) else None)
+    if meta is not None and meta["preset_name"] != preset.name:
+        raise ValueError(f"{out} holds a sweep of preset {meta['preset_name']!r}, not "
+                         f"{preset.name!r}; use another --out")
+    finished: dict[str, int] = {}
+    warm_key = (preset.config.warmstart.key() if preset.config.model == "tiny" else None)
+    for regime in preset.regimes:
+        for G in preset.group_sizes:
+            for seed in preset.seeds:
+                run_dir = os.path.join(out, "runs", regime.name, f"G{G}-seed{seed}")
+                summary = _finished_run(run_dir)
+                if summary is None:
+                    continue
+                cfg = preset.run_config(regime, G, seed)
+                if summary["config"] != json.loads(json.dumps(cfg.to_dict())):
+                    raise ValueError(f"{run_dir} holds a finished run with another config; "
+                                     "use another --out (or delete that directory)")
+                threads = (meta or {}).get("torch_threads")
+                if (threads is not None and threads != torch.get_num_threads()
+                        and str(summary.get("device", "cpu")).startswith("cpu")):
+                    raise ValueError(f"--threads {torch.get_num_threads()}: the finished runs "
+                                     f"in {out} were made with {threads} torch thread(s), which "
+                                     f"give another warm start; rerun with --threads {threads} "
+                                     "or use another --out")
+                if warm_key and summary.get("warmstart_key") not in (None, warm_key):
+                    raise ValueError(f"{run_dir} was trained from warm start "
+                                     f"{summary['warmstart_key']}, this command's is {warm_key} "
+                                     "(another warm-start config, thread count, torch version "
+                                     "or model code); use another --out")
+                finished[regime.name] = finished.get(regime.name, 0) + 1
+    return finished
+
+
 def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bool = True,
               log=print) -> dict:
     """Run (or resume) every (regime, G, seed) of ``preset`` into ``out``; return the summary."""
@@ -196,17 +387,14 @@ def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bo
     from grpolab.tasks.arithmetic import get_task
 
     out = os.fspath(out)
-    os.makedirs(out, exist_ok=True)
+    preset.validate_prompts()
     device = resolve_device(preset.config.device)
     if preset.torch_threads and device.type == "cpu":
         torch.set_num_threads(preset.torch_threads)
+    # 0. compare with what ``out`` holds before writing anything
+    finished = check_resume(out, preset)
+    os.makedirs(out, exist_ok=True)
     meta_path = os.path.join(out, "sweep.json")
-    if os.path.isfile(meta_path):
-        with open(meta_path) as f:
-            old = json.load(f)
-        if old.get("preset_name") != preset.name:
-            raise ValueError(f"{out} holds a sweep of preset {old.get('preset_name')!r}, not "
-                             f"{preset.name!r}; use another --out")
     write_json_atomic(meta_path, {
         "preset_name": preset.name, "preset": preset.to_dict(), "grpolab_version": __version__,
         "git_commit": git_commit(), "device": device_name(device),
@@ -218,26 +406,27 @@ def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bo
     first = preset.run_config(preset.regimes[0], preset.group_sizes[0], preset.seeds[0])
     model, tokenizer, _ = load_policy(first, cache, device, progress)
     task = get_task(preset.config.task, **preset.config.task_kwargs)
+    warm_key = first.warmstart.key() if first.model == "tiny" else None
     log(f"warm start ready after {time.time() - start:.0f} s")
 
-    # 2. census of pass rates and the gradient-noise measurement at the warm start
+    # 2. census of pass rates and the gradient-noise measurement at the warm start, each
+    #    rebuilt when it was made from other inputs
     censuses = {}
     noise_path = os.path.join(out, "gradient_noise.json")
-    noise = {}
-    if os.path.isfile(noise_path):
-        with open(noise_path) as f:
-            noise = json.load(f)
+    noise = _read_noise(noise_path)
     for regime in preset.regimes:
         cfg = preset.run_config(regime, preset.group_sizes[0], preset.seeds[0])
-        censuses[regime.name] = _census(out, preset, regime, model, tokenizer, task, cfg)
-        if regime.name not in noise and preset.noise_batches >= 2:
-            prompts = training_prompts(cfg, task)[0]
-            noise[regime.name] = [
-                gradient_noise(model, tokenizer, task, prompts,
-                               preset.run_config(regime, G, 0), preset.noise_batches)
-                for G in preset.group_sizes
-                if preset.run_config(regime, G, 0).prompts_per_step <= len(prompts)]
-            write_json_atomic(noise_path, noise)
+        sharing = sum(finished.get(r.name, 0) for r in preset.regimes
+                      if _census_path(out, r) == _census_path(out, regime))
+        censuses[regime.name] = _census(out, preset, regime, model, tokenizer, task, cfg,
+                                        warm_key, sharing, log)
+        if preset.noise_batches >= 2:
+            rows, measured = _noise_rows(preset, regime, model, tokenizer, task,
+                                         noise.get(regime.name, []), warm_key,
+                                         finished.get(regime.name, 0))
+            if measured or regime.name not in noise:
+                noise[regime.name] = rows
+                write_json_atomic(noise_path, noise)
     log(f"census and gradient noise ready after {time.time() - start:.0f} s")
     del model
 
@@ -247,13 +436,8 @@ def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bo
     for regime, G, seed in bar:
         run_dir = os.path.join(out, "runs", regime.name, f"G{G}-seed{seed}")
         cfg = preset.run_config(regime, G, seed)
-        done = os.path.join(run_dir, "summary.json")
-        if os.path.isfile(done):
-            with open(done) as f:
-                if json.load(f).get("config") != json.loads(json.dumps(cfg.to_dict())):
-                    raise ValueError(f"{run_dir} holds a finished run with another config; "
-                                     "use another --out (or delete that directory)")
-            continue
+        if os.path.isfile(os.path.join(run_dir, "summary.json")):
+            continue  # checked against cfg by check_resume
         bar.set_postfix_str(f"{regime.name} G={G} seed={seed}")
         census = censuses[regime.name][:, :cfg.pass_rate_window_size]  # census_samples wide
         run(cfg, run_dir, cache_dir=cache, census=census, progress=progress,

@@ -1,0 +1,61 @@
+"""Checks that every command makes before it starts work: output folder, threads, device.
+
+They read the file system and the machine but write nothing, so a refused command leaves
+no trace; each raises a ValueError naming the flag (one line, exit 2 in
+:func:`grpolab.cli.main.main`). Range checks of config fields live in
+:meth:`grpolab.grpo.config.GRPOConfig.validate`; these are about the command.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["check_out_dir", "check_threads", "check_device", "check_distinct"]
+
+
+def check_out_dir(path: str | os.PathLike | None, flag: str = "--out") -> None:
+    """Refuse an output folder that is a file, lies under a file, or cannot be written."""
+    if path is None:
+        return
+    text = os.fspath(path)
+    if not text.strip():
+        raise ValueError(f"{flag} must name a folder, got {text!r}")
+    full = os.path.abspath(text)
+    if os.path.exists(full) and not os.path.isdir(full):
+        raise ValueError(f"{flag} {text} is a file, not a folder; name a folder (it is created "
+                         "if missing)")
+    ancestor = full
+    while not os.path.exists(ancestor):
+        parent = os.path.dirname(ancestor)
+        if parent == ancestor:
+            break
+        ancestor = parent
+    if not os.path.isdir(ancestor):
+        raise ValueError(f"{flag} {text}: {ancestor} is a file, so no folder can be made under it")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag} {text}: {ancestor} is not writable; name a folder you can "
+                         "write to")
+
+
+def check_threads(threads: int | None, flag: str = "--threads") -> None:
+    """Torch threads: an integer from 1 to the number of CPU cores of this machine."""
+    if threads is None:
+        return
+    cores = os.cpu_count() or 1
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= cores:
+        raise ValueError(f"{flag} must be an integer from 1 to {cores} (the CPU cores here), "
+                         f"got {threads!r}")
+
+
+def check_device(device: str | None, flag: str = "--device") -> None:
+    """The device exists on this machine (:func:`grpolab.models.tiny.check_device`)."""
+    from grpolab.models.tiny import check_device as check
+
+    check(device, flag)
+
+
+def check_distinct(values, flag: str) -> None:
+    """A list option that names the same value twice would count it twice."""
+    if values is not None and len(set(values)) != len(values):
+        twice = sorted({v for v in values if list(values).count(v) > 1})
+        raise ValueError(f"{flag} lists {', '.join(map(str, twice))} more than once")
