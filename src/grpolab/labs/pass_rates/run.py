@@ -34,7 +34,6 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from grpolab import theory
 from grpolab._validate import as_positive_int
 
 __all__ = ["PassRateConfig", "measure", "summarize", "plot", "run", "RESULTS_FILE",
@@ -140,6 +139,8 @@ def summarize(records: list[dict], check_Gs=(2, 4, 8, 16), Gs=DEFAULT_GS) -> dic
     (plug-in prediction at every G in ``Gs``, unbiased prediction for G ≤ n), and
     ``check`` (per G: predicted from the first halves, observed in the second halves).
     """
+    from grpolab import theory  # scipy: imported when used, so the CLI starts fast
+
     if not records:
         raise ValueError("records must hold at least one measured prompt")
     R = np.array([r["rewards"] for r in records], dtype=int)  # (prompts, n)
