@@ -42,7 +42,9 @@ NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?:[–-]\d+(?:\.\d+)?)?[%×]"
 
 def prose(text: str) -> str:
     """A chapter's text with everything that is not prose blanked (line numbers kept)."""
-    blank = (lambda m: re.sub(r"[^\n]", " ", m.group(0)))
+    def blank(m: re.Match) -> str:
+        return re.sub(r"[^\n]", " ", m.group(0))
+
     for pattern in (FRONT_MATTER, FENCE, DISPLAY_MATH, INLINE_MATH, ROLE, INLINE_CODE, LINK,
                     QUOTE, ARXIV, SECTION):
         text = pattern.sub(blank, text)
