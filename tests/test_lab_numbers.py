@@ -1,0 +1,104 @@
+"""The lab chapters type no measured numbers: every decimal figure in their prose is glued
+from the committed results ({glue:text}), derived in math, or cited.
+
+Prose is what remains of a page after removing the front matter, code cells and other
+fenced blocks, math ($...$, $$...$$), inline code, MyST roles (glue, cite, doc, ...),
+links, quotations of the cards ("..."), and arXiv identifiers. A *decimal number* is a
+number with a decimal point (0.53), a percentage (85%) or a ratio (1.4×, 2–3×). What is
+left over must be on the exempt list below, each entry with its reason.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+BOOK = Path(__file__).resolve().parents[1] / "book"
+CHAPTERS = sorted([*BOOK.glob("labs/*.md"), *BOOK.glob("capstone/*.md")])
+
+# (chapter, the exact number as written, a snippet of the prose around it, why it may stay)
+EXEMPT: list[tuple[str, str, str, str]] = [
+    ("labs/01-g-sweep.md", "95%", "A verdict quotes the estimate and its 95% interval",
+     "the confidence level of the declared test, a choice made before the runs"),
+    ("labs/03-remedies.md", "20–40%", "which reports 20–40% more non-zero gradients",
+     "cited: Knapsack RL, arXiv 2509.25849, abstract (the arXiv id is on the line above)"),
+]
+
+FENCE = re.compile(r"^(`{3,}|:{3,}).*?^\1[ \t]*$", re.S | re.M)
+FRONT_MATTER = re.compile(r"\A---\n.*?\n---\n", re.S)
+DISPLAY_MATH = re.compile(r"\$\$.*?\$\$", re.S)
+INLINE_MATH = re.compile(r"\$[^$\n]+\$")
+ROLE = re.compile(r"\{[\w:.-]+\}`[^`]*`")
+INLINE_CODE = re.compile(r"`[^`\n]*`")
+LINK = re.compile(r"\]\([^)\s]*\)")
+QUOTE = re.compile(r"\"[^\"]*\"|“[^”]*”")
+ARXIV = re.compile(r"arXiv[\s:]+\d{4}\.\d{4,5}")
+SECTION = re.compile(r"§\s*\d+(?:\.\d+)*")
+NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?:[–-]\d+(?:\.\d+)?)?[%×]"
+                    r"|(?<![\w.])\d*\.\d+(?![\d.])")
+
+
+def prose(text: str) -> str:
+    """A chapter's text with everything that is not prose blanked (line numbers kept)."""
+    def blank(m: re.Match) -> str:
+        return re.sub(r"[^\n]", " ", m.group(0))
+
+    for pattern in (FRONT_MATTER, FENCE, DISPLAY_MATH, INLINE_MATH, ROLE, INLINE_CODE, LINK,
+                    QUOTE, ARXIV, SECTION):
+        text = pattern.sub(blank, text)
+    return text
+
+
+def typed_numbers(text: str, name: str = "") -> list[tuple[int, str, str]]:
+    """(line, number, context) of every decimal number in ``text``'s prose that is not
+    exempt."""
+    found = []
+    clean = prose(text)
+    lines = text.splitlines()
+    for m in NUMBER.finditer(clean):
+        line = clean.count("\n", 0, m.start())
+        number = m.group(0).strip()
+        context = lines[line].strip()
+        if any(name == c and number == n and snip in context for c, n, snip, _ in EXEMPT):
+            continue
+        found.append((line + 1, number, context))
+    return found
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_lab_chapter_has_no_typed_numbers(path: Path) -> None:
+    name = f"{path.parent.name}/{path.name}"
+    found = typed_numbers(path.read_text(encoding="utf-8"), name)
+    assert not found, f"{name}: typed numbers (glue them or cite them):\n" + "\n".join(
+        f"  line {ln}: {num!r} in {ctx!r}" for ln, num, ctx in found)
+
+
+def test_exempt_entries_are_used() -> None:
+    """An exemption that no longer matches anything is stale and must go."""
+    texts = {f"{p.parent.name}/{p.name}": p.read_text(encoding="utf-8") for p in CHAPTERS}
+    for chapter, number, snippet, reason in EXEMPT:
+        assert reason, f"exemption {number!r} in {chapter} has no reason"
+        clean = prose(texts[chapter])
+        hit = any(number == m.group(0).strip() and snippet in texts[chapter].splitlines()[
+            clean.count("\n", 0, m.start())] for m in NUMBER.finditer(clean))
+        assert hit, f"stale exemption {number!r} ({snippet!r}) in {chapter}"
+
+
+@pytest.mark.parametrize("planted,caught", [
+    ("The final accuracy was 0.53 here.", True),
+    ("About 85% of completions.", True),
+    ("It grew 1.4× over the run.", True),
+    ("It grew 2–3× over the run.", True),
+    ("A model of 134.5M parameters.", True),
+    ("Version v1.2.3 and file results.json.", False),
+    ("Glued: {glue:text}`x:.3f` here.", False),
+    ("Math $p = 0.5$ and code `lr=3e-5`.", False),
+    ('The card says "G = 16 beats G = 8 by 2–3%".', False),
+    ("See arXiv 2503.14476, Eq. 11, and {cite}`arxiv:2402.03300`.", False),
+    ("```{code-cell} ipython3\nx = 0.53\n```\n", False),
+    ("Integers such as 64 = 8 × 8 and G = 32 are derived.", False),
+])
+def test_the_check_catches_a_planted_number(planted: str, caught: bool) -> None:
+    assert bool(typed_numbers(planted)) is caught
