@@ -70,6 +70,10 @@ LOGGED_KEYS = (
     "reward_mean", "reward_std",
     "zero_gradient_observed", "zero_gradient_predicted", "zero_gradient_predicted_plugin",
     "pass_rate_estimate_mean", "completion_length_mean",
+    "completions_step", "groups", "informative_fraction",
+    # the drift from the starting policy at each evaluation (grpolab's loop measures it on
+    # the latest training rollout; the TRL callback sees no rollout and logs null)
+    "kl_to_warm_start",
     # what grpolab.grpo.loss.grpo_update returns
     "loss", "grad_norm", "kl", "entropy", "clip_ratio_low", "clip_ratio_high", "clip_ratio",
     # held-out evaluation rows
@@ -299,7 +303,8 @@ def callback_class():
                 flat = groups.reshape(-1)
                 observed = float(zero_variance_groups(flat, self.G).mean())
                 rec.update(reward_mean=float(flat.mean()), reward_std=float(flat.std()),
-                           zero_gradient_observed=observed)
+                           zero_gradient_observed=observed, groups=len(groups_idx),
+                           informative_fraction=1.0 - observed)
                 self.zero_obs.append(observed)
                 if np.all((flat == 0) | (flat == 1)) and self.window is not None:
                     unbiased, plug_in = self.window.predict(groups_idx, self.G)
@@ -314,6 +319,7 @@ def callback_class():
                                      * args.gradient_accumulation_steps)
             self.completions += self.step_completions
             rec["completions"] = self.completions
+            rec["completions_step"] = self.step_completions
             # eval_every counts completions (GRPOConfig.eval_every), as in grpolab's loop
             crossed = self.completions // self.eval_every > before // self.eval_every
             if self.evaluate is not None and (crossed or state.global_step == self.steps):
@@ -323,6 +329,7 @@ def callback_class():
                 if was_training:
                     model.train()
                 rec.update({k: v for k, v in self.last_eval.items() if k != "step"})
+                rec["kl_to_warm_start"] = None  # not measured by this backend (see LOGGED_KEYS)
             self.pending = rec
 
         def on_log(self, args, state, control, logs=None, **kwargs):
