@@ -316,7 +316,10 @@ def test_progress_file_survives_kill_9_mid_session(tmp_path):
     """Kill the drill at several moments while it answers and saves; the file always loads."""
     path = tmp_path / "progress.json"
     steps = plan(RUBRICS, Progress(None), review_all=True)
-    script = "\n".join(_answers_for(steps) * 3) + "\n"
+    # Half of one session's answers, stdin left open: the drill saves after each answered
+    # item and then waits for more input, so the kill always lands mid-session.
+    one = "\n".join(_answers_for(steps)) + "\n"
+    script = one[: len(one) // 2]
     loaded = []
     for delay in (0.0, 0.05, 0.15, 0.3):
         proc = subprocess.Popen(
@@ -326,7 +329,7 @@ def test_progress_file_survives_kill_9_mid_session(tmp_path):
             env=_env(tmp_path), cwd=tmp_path)
         # Wait until this session has saved at least once, then feed answers and kill -9.
         before = Progress.load(path).sessions if path.exists() else 0
-        proc.stdin.write(script[: len(script) // 3].encode())
+        proc.stdin.write(script.encode())
         proc.stdin.flush()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
