@@ -98,3 +98,14 @@ def test_unknown_difficulty_is_a_clear_error(tmp_path):
     cfg = easy_config(train_difficulties=[7], steps=1)
     with pytest.raises(ValueError, match="--train-difficulties"):
         run(cfg, tmp_path, progress=False)
+
+
+def test_advantages_of_mixed_group_sizes_normalise_each_group_on_its_own():
+    from grpolab.advantages import group_advantages
+    from grpolab.grpo.loop import advantages_of
+
+    rewards = np.array([1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0])  # groups of 2, 4, 3
+    adv = advantages_of(rewards, [2, 4, 3], easy_config())
+    np.testing.assert_allclose(adv[:2], group_advantages(rewards[:2], 2), rtol=1e-6)
+    np.testing.assert_allclose(adv[2:6], group_advantages(rewards[2:6], 4), rtol=1e-6)
+    np.testing.assert_allclose(adv[6:], group_advantages(rewards[6:], 3), rtol=1e-6)

@@ -151,11 +151,11 @@ def advantages_of(rewards: np.ndarray, group_sizes: list[int], config: GRPOConfi
         return group_advantages(r, sizes[0], **kw)
     if config.scale_rewards == "batch":
         raise ValueError("--scale-rewards batch needs one group size per step")
-    starts = np.cumsum([0] + list(group_sizes))
+    starts = np.cumsum([0] + list(group_sizes))[:-1]  # first row of each group
     adv = torch.zeros_like(r)
     for g in sizes:
-        rows = np.concatenate([np.arange(s, s + n) for s, n in zip(starts, group_sizes, strict=True)
-                               if n == g])
+        rows = np.concatenate([np.arange(s, s + n)
+                               for s, n in zip(starts, group_sizes, strict=True) if n == g])
         adv[rows] = group_advantages(r[rows], g, **kw)
     return adv
 
