@@ -15,7 +15,7 @@ The configuration is :class:`grpolab.grpo.config.GRPOConfig`. ``backend="trl"`` 
 run to :mod:`grpolab.grpo.trl_backend`, which logs rows with the same names.
 
 What differs between labs plugs in through one seam, :class:`BatchSource` (as d2l's
-``Trainer`` has ``prepare_batch``): the sweep uses the default :class:`UniformBatches`; the
+``Trainer`` has ``prepare_batch``): the sweep uses the base class's uniform batches; the
 remedy labs (:mod:`grpolab.labs.remedies.run`) subclass it.
 
 Predicted zero-variance fraction: each training prompt keeps a window of its most recent
@@ -47,7 +47,7 @@ from grpolab.grpo.measure import PassRateWindow, evaluate, pass_rate_census, rew
 from grpolab.grpo.records import provenance, write_json_atomic
 from grpolab.grpo.rollout import Rollout, merge_rollouts, sample
 
-__all__ = ["Batch", "BatchSource", "UniformBatches", "Run", "run", "load_policy",
+__all__ = ["Batch", "BatchSource", "Run", "run", "load_policy",
            "training_prompts", "prepare_run", "advantages_of"]
 
 
@@ -71,7 +71,9 @@ class Batch:
 
 
 class BatchSource:
-    """How a step's batch is chosen. Subclasses override :meth:`next_batch` (and may use
+    """How a step's batch is chosen. This base class is the default, uniform batches:
+    ``prompts_per_step`` prompts from seeded shuffles of the training set, G each (the
+    sweep). Remedies subclass it and override :meth:`next_batch` (and may use
     :meth:`start`, :meth:`after_step`, :meth:`summary`); the loop does the rest."""
 
     name = "uniform"
@@ -79,8 +81,11 @@ class BatchSource:
     def start(self, run: Run) -> None:
         """Called once, after the census and before the first step."""
 
-    def next_batch(self, run: Run) -> Batch:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def next_batch(self, run: Run) -> Batch:
+        B, G = run.config.prompts_per_step, run.config.num_generations
+        idx = run.next_prompts(B)
+        rollout, rewards = run.rollout(idx, [G] * B)
+        return Batch(rollout, rewards, idx, [G] * B, len(rewards))
 
     def after_step(self, run: Run, batch: Batch) -> None:
         """Called after each step's update (and evaluation, if one was due)."""
@@ -88,16 +93,6 @@ class BatchSource:
     def summary(self) -> dict:
         """Extra entries for the run's ``summary.json``."""
         return {}
-
-
-class UniformBatches(BatchSource):
-    """``prompts_per_step`` prompts from seeded shuffles of the training set, G each."""
-
-    def next_batch(self, run: Run) -> Batch:
-        B, G = run.config.prompts_per_step, run.config.num_generations
-        idx = run.next_prompts(B)
-        rollout, rewards = run.rollout(idx, [G] * B)
-        return Batch(rollout, rewards, idx, [G] * B, len(rewards))
 
 
 # ----------------------------------------------------------------------------- setup
@@ -242,7 +237,7 @@ def run(config: GRPOConfig, out_dir: str | os.PathLike, *, cache_dir: str | None
 
     ``census``: a precomputed (n_train, ≥ census_samples) pass/fail matrix of the starting
     policy (a sweep computes it once for all its runs); computed here when ``None``.
-    ``batches``: how each step's batch is chosen (default :class:`UniformBatches`).
+    ``batches``: how each step's batch is chosen (default: :class:`BatchSource`, uniform).
     ``task``: a task object that overrides ``config.task`` (the reward wrappers of the
     remedy labs). ``summary.json`` is written last and atomically: its presence marks a
     finished run. ``save_model=True`` also saves the trained policy to ``out_dir/model``.
@@ -276,7 +271,7 @@ def run(config: GRPOConfig, out_dir: str | os.PathLike, *, cache_dir: str | None
     state = Run(config, task, train_prompts, model, tokenizer, device, census)
     eval_gen = torch.Generator(device=device).manual_seed(10_000 + config.seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.0)
-    batches = batches or UniformBatches()
+    batches = batches or BatchSource()
     batches.start(state)
 
     def _eval() -> dict:
