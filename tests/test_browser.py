@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
-import shutil
 import threading
 from pathlib import Path
 
@@ -23,23 +21,11 @@ from grpolab.book.build import build_book_once, default_book_dir
 
 pytestmark = [pytest.mark.slow, pytest.mark.book, pytest.mark.browser]
 
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",
-                  "--disable-background-networking", "--disable-component-update",
-                  "--no-first-run"]
 BOOK = default_book_dir()
 THEORY = sorted(p.stem for p in (BOOK / "theory").glob("*.md"))
 OTHER_PAGES = ["intro"] + sorted(
     f"{part}/{p.stem}" for part in ("labs", "capstone", "interview", "appendix")
     for p in (BOOK / part).glob("*.md") if not p.name.startswith("_"))
-
-
-def _chromium() -> str:
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is not installed, and CI=true: the browser test must run")
-        pytest.skip("chromium not found on PATH (install Debian's chromium); not under CI")
-    return path
 
 
 @pytest.fixture(scope="session")

@@ -30,9 +30,6 @@ from grpolab.drill.rubrics import sheet_wrong_answers
 
 pytestmark = [pytest.mark.slow, pytest.mark.book, pytest.mark.browser]
 
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",
-                  "--disable-background-networking", "--disable-component-update",
-                  "--no-first-run"]
 BOOK = default_book_dir()
 
 

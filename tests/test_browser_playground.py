@@ -15,7 +15,6 @@ import functools
 import http.server
 import json
 import os
-import shutil
 import statistics
 import threading
 
@@ -26,20 +25,8 @@ from grpolab.book.playground import SCENARIOS
 
 pytestmark = [pytest.mark.slow, pytest.mark.book, pytest.mark.browser]
 
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",
-                  "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run"]
 PAGE = "labs/04-playground.html"
 RETRAINS = 7
-
-
-def _chromium() -> str:
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is not installed, and CI=true: the browser test must run")
-        pytest.skip("chromium not found on PATH (install Debian's chromium); not under CI")
-    return path
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -33,9 +33,6 @@ from grpolab._paths import checkout_root
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",
-                  "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run"]
 NOTEBOOKS = ("02_smollm2_pass_rates.ipynb", "04_playground.ipynb")
 
 
