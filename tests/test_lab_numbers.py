@@ -102,3 +102,24 @@ def test_exempt_entries_are_used() -> None:
 ])
 def test_the_check_catches_a_planted_number(planted: str, caught: bool) -> None:
     assert bool(typed_numbers(planted)) is caught
+
+
+def test_committed_remedy_results_are_complete_and_share_the_reference_warm_start():
+    """Every remedy item's committed results.json has every arm for every seed, records the
+    commit that made it, and came from the warm start of the committed reference sweep (the
+    sha256 a fresh clone recomputes), so the two lab chapters describe one model."""
+    import json
+
+    from grpolab.labs.remedies.items import ITEMS
+
+    results = BOOK.parent / "labs" / "results"
+    sweep = json.loads((results / "cpu-full" / "summary.json").read_text())
+    reference = {r["warmstart_sha256"] for r in sweep["runs"]}
+    assert len(reference) == 1
+    for name, item in ITEMS.items():
+        res = json.loads((results / "remedies" / name / "results.json").read_text())
+        assert res["item"] == name and len(res["git_commit"]) == 40
+        assert res.get("warmstart_sha256") in reference, name
+        assert sorted(res["results"]) == sorted(item.arms), name
+        for arm, r in res["results"].items():
+            assert r["final_accuracy"]["n"] == len(res["seeds"]), (name, arm)

@@ -46,6 +46,7 @@ def aggregate_item(out: str | os.PathLike) -> dict:
                "steps_without_update",
                "seconds", "curriculum_open_levels")
     arms = {}
+    starts: set[str] = set()  # the warm-start checksums the runs recorded (one, normally)
     for arm in meta["arms"]:
         sums, curves = [], []
         for s in meta["seeds"]:
@@ -57,6 +58,8 @@ def aggregate_item(out: str | os.PathLike) -> dict:
                              keys=("steps", "final_accuracy", "final_accuracy_by_difficulty",
                                    "initial_accuracy"), remedy=remedy)
             sums.append(summ)
+            if summ.get("warmstart_sha256"):
+                starts.add(summ["warmstart_sha256"])
             recs = read_jsonl(os.path.join(d, "log.jsonl"), "a run log", remedy=remedy)
             evals = [r for r in recs if "eval_greedy_accuracy" in r]
             if not any(r.get("step") == summ["steps"] for r in evals):
@@ -85,6 +88,8 @@ def aggregate_item(out: str | os.PathLike) -> dict:
         arms[arm]["final_accuracy_by_difficulty"] = {k: _mean_sd(v) for k, v in bydiff.items()}
         arms[arm]["initial_accuracy_by_difficulty"] = initial_by_difficulty
     results = {**meta, "results": arms}
+    if starts:  # a fresh clone that retrains the warm start can check it got these weights
+        results["warmstart_sha256"] = starts.pop() if len(starts) == 1 else sorted(starts)
     probe_path = os.path.join(out, "probe.json")
     if os.path.isfile(probe_path):
         results["probe"] = read_json(probe_path, "a probe record")

@@ -4,8 +4,8 @@ A sweep trains from one warm start for every (regime, G, seed). A *regime* fixes
 training prompts GRPO sees and how a step's completions are budgeted:
 
 - ``mixed``: difficulties 1–3, a spread of pass rates (the usual case);
-- ``hard``: difficulty 3 only, where the warm start passes about a quarter of the time and
-  many prompts almost never, so small groups are mostly all-wrong;
+- ``hard``: difficulty 3 only (3-digit sums). "Hard" is the task's label, not a measured
+  pass rate: the sweep's census measures how often the warm start passes these prompts;
 - ``hard-fixed-prompts``: as ``hard`` but with a fixed number of prompts per step, so a
   step with larger G costs more completions; here small G starves learning *per step*
   (most groups all wrong), and the per-completion view shows what that saving costs.
