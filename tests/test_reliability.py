@@ -455,6 +455,34 @@ def test_remedy_pool_goes_under_out(toy_item, tmp_path, monkeypatch):
     assert sorted(os.listdir(tmp_path)) == ["toy"]  # nothing beside --out
 
 
+def test_a_second_runner_on_one_folder_stops_before_writing(toy_item, tmp_path):
+    """Two runners resuming one folder used to tear each other's logs: now the second one
+    gets a one-line error naming the first one's pid, writes nothing, and the folder is
+    free again the moment the first process exits (however it exits)."""
+    from grpolab.grpo.records import output_lock
+
+    out = tmp_path / "toy"
+    holder = textwrap.dedent("""
+        import sys, time
+        from grpolab.grpo.records import output_lock
+        with output_lock(sys.argv[1]):
+            print("held", flush=True)
+            time.sleep(120)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", holder, str(out)], stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert child.stdout.readline().strip() == "held"
+        with pytest.raises(ValueError, match=rf"in use by another grpolab run \(pid {child.pid}\)"):
+            remedy_items.run_item("toy", out, progress=False, log=quiet)
+        assert sorted(os.listdir(out)) == [".grpolab.lock"]  # nothing else was written
+    finally:
+        child.kill()
+        child.wait()
+    with output_lock(out), output_lock(out):  # free again, and re-entrant in one process
+        pass
+
+
 @pytest.mark.parametrize("name,content,call,fragment", [
     ("item.json", "garbage", "aggregate", "not valid JSON"),
     ("item.json", '{"item": "toy"}', "aggregate", "no 'arms'"),

@@ -13,11 +13,13 @@ names the file, says what is wrong with it and what to do.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 
-__all__ = ["git_commit", "device_name", "provenance", "write_json_atomic", "write_npy_atomic",
+__all__ = ["git_commit", "device_name", "provenance", "output_lock", "write_json_atomic",
+           "write_npy_atomic",
            "CorruptFileError", "read_json", "read_jsonl", "read_npy"]
 
 
@@ -58,6 +60,57 @@ def provenance(device) -> dict:
     return {"grpolab_version": __version__, "git_commit": git_commit(),
             "torch_version": torch.__version__, "transformers_version": transformers.__version__,
             "device": device_name(device)}
+
+
+_HELD: dict[str, list] = {}  # real path → [open lock file, depth]: re-entrant per process
+
+
+@contextlib.contextmanager
+def output_lock(out: str | os.PathLike):
+    """Hold ``out`` exclusively while a run writes into it.
+
+    Why: two runners resuming the same folder interleave their writes and tear each other's
+    logs (seen with two ``grpolab remedies`` on one ``--out``). The second one now stops at
+    once with a one-line error naming the first one's pid, before it writes anything. The
+    lock is an ``flock`` on ``out/.grpolab.lock``: the OS drops it when the holder exits,
+    however it exits, so a killed run leaves no stale lock. Re-entrant within a process.
+    Where ``fcntl`` is missing (Windows) there is no lock.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - POSIX machines have it
+        yield
+        return
+    out = os.fspath(out)
+    os.makedirs(out, exist_ok=True)
+    key = os.path.realpath(out)
+    if key in _HELD:
+        _HELD[key][1] += 1
+        try:
+            yield
+        finally:
+            _HELD[key][1] -= 1
+        return
+    path = os.path.join(out, ".grpolab.lock")
+    fh = open(path, "a+")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.seek(0)
+        holder = fh.read().strip() or "unknown"
+        fh.close()
+        raise ValueError(f"{out} is in use by another grpolab run (pid {holder}); wait for "
+                         "it to finish, or pass another output folder") from None
+    fh.seek(0)
+    fh.truncate()
+    fh.write(str(os.getpid()))
+    fh.flush()
+    _HELD[key] = [fh, 1]
+    try:
+        yield
+    finally:
+        _HELD.pop(key, None)
+        fh.close()  # closing the file releases the flock
 
 
 def write_json_atomic(path: str | os.PathLike, obj) -> None:

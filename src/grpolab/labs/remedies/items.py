@@ -265,7 +265,7 @@ def run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = Non
     anything is written.
     """
     from grpolab import __version__
-    from grpolab.grpo.records import device_name, git_commit, write_json_atomic
+    from grpolab.grpo.records import device_name, git_commit, output_lock, write_json_atomic
 
     if name not in ITEMS:
         raise ValueError(f"item must be one of {', '.join(ITEMS)}; got {name!r}")
@@ -288,39 +288,40 @@ def run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = Non
             cfg.validate_prompts()
         except ValueError as exc:
             raise ValueError(f"{exc} (arm {a})") from None
-    out = os.fspath(out)
-    keys = {job: config_key(cfg, rem) for job, (cfg, rem) in configs.items()}
-    done = {job for job, (cfg, _) in configs.items()
-            if _check_finished(os.path.join(out, "runs", job[0], f"seed{job[1]}"), cfg,
-                               keys[job])}
-    os.makedirs(out, exist_ok=True)
-    cache_dir = cache_dir or os.path.join(out, "cache")
-    write_json_atomic(os.path.join(out, "item.json"), {
-        "item": name, "title": item.title, "arms": {a: item.arms[a] for a in arms},
-        "base": {k: asdict(v) if is_dataclass(v) else v for k, v in item.base.items()},
-        "seeds": seeds, "budget_override": budget,
-        "grpolab_version": __version__, "git_commit": git_commit(),
-        "device": device_name(torch.device("cpu")), "torch_threads": torch.get_num_threads()})
-    if item.probe is not None and not os.path.isfile(os.path.join(out, "probe.json")):
-        run_probe(name, out, cache_dir=cache_dir, log=log)
-    pool_dir = pool_dir or os.path.join(out, "_pool")
-    for (a, s), (cfg, rem) in configs.items():
-        run_dir = os.path.join(out, "runs", a, f"seed{s}")
-        if (a, s) in done:
-            continue
-        key = keys[(a, s)]
-        pooled = os.path.join(pool_dir, key)
-        extra = {"item": name, "arm": a, "config_key": key}
-        if os.path.isfile(os.path.join(pooled, "summary.json")):
-            _copy_run(pooled, run_dir, extra)
-            log(f"{name} {a} seed={s}: same config already trained, copied from {pooled}")
-            continue
-        summ = run_lab(cfg, rem, run_dir, cache_dir=cache_dir, progress=progress, extra=extra)
-        _copy_run(run_dir, pooled, {})
-        log(f"{name} {a} seed={s}: accuracy {summ['initial_accuracy']:.3f} -> "
-            f"{summ['final_accuracy']:.3f}, {summ['completions']} completions, "
-            f"{summ['seconds']:.0f} s")
-    return aggregate_item(out)
+    with output_lock(out):
+        out = os.fspath(out)
+        keys = {job: config_key(cfg, rem) for job, (cfg, rem) in configs.items()}
+        done = {job for job, (cfg, _) in configs.items()
+                if _check_finished(os.path.join(out, "runs", job[0], f"seed{job[1]}"), cfg,
+                                   keys[job])}
+        os.makedirs(out, exist_ok=True)
+        cache_dir = cache_dir or os.path.join(out, "cache")
+        write_json_atomic(os.path.join(out, "item.json"), {
+            "item": name, "title": item.title, "arms": {a: item.arms[a] for a in arms},
+            "base": {k: asdict(v) if is_dataclass(v) else v for k, v in item.base.items()},
+            "seeds": seeds, "budget_override": budget,
+            "grpolab_version": __version__, "git_commit": git_commit(),
+            "device": device_name(torch.device("cpu")), "torch_threads": torch.get_num_threads()})
+        if item.probe is not None and not os.path.isfile(os.path.join(out, "probe.json")):
+            run_probe(name, out, cache_dir=cache_dir, log=log)
+        pool_dir = pool_dir or os.path.join(out, "_pool")
+        for (a, s), (cfg, rem) in configs.items():
+            run_dir = os.path.join(out, "runs", a, f"seed{s}")
+            if (a, s) in done:
+                continue
+            key = keys[(a, s)]
+            pooled = os.path.join(pool_dir, key)
+            extra = {"item": name, "arm": a, "config_key": key}
+            if os.path.isfile(os.path.join(pooled, "summary.json")):
+                _copy_run(pooled, run_dir, extra)
+                log(f"{name} {a} seed={s}: same config already trained, copied from {pooled}")
+                continue
+            summ = run_lab(cfg, rem, run_dir, cache_dir=cache_dir, progress=progress, extra=extra)
+            _copy_run(run_dir, pooled, {})
+            log(f"{name} {a} seed={s}: accuracy {summ['initial_accuracy']:.3f} -> "
+                f"{summ['final_accuracy']:.3f}, {summ['completions']} completions, "
+                f"{summ['seconds']:.0f} s")
+        return aggregate_item(out)
 
 
 def run_probe(name: str, out: str | os.PathLike, *, cache_dir: str | None = None,

@@ -383,6 +383,7 @@ def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bo
 
     from grpolab import __version__
     from grpolab.grpo.loop import load_policy, run
+    from grpolab.grpo.records import output_lock
     from grpolab.models.tiny import resolve_device
     from grpolab.tasks.arithmetic import get_task
 
@@ -391,62 +392,64 @@ def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bo
     device = resolve_device(preset.config.device)
     if preset.torch_threads and device.type == "cpu":
         torch.set_num_threads(preset.torch_threads)
-    # 0. compare with what ``out`` holds before writing anything
-    finished = check_resume(out, preset)
-    os.makedirs(out, exist_ok=True)
-    meta_path = os.path.join(out, "sweep.json")
-    write_json_atomic(meta_path, {
-        "preset_name": preset.name, "preset": preset.to_dict(), "grpolab_version": __version__,
-        "git_commit": git_commit(), "device": device_name(device),
-        "torch_threads": torch.get_num_threads(), "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    })
-    cache = os.path.join(out, "cache")
-    start = time.time()
-    # 1. the shared warm start (cached)
-    first = preset.run_config(preset.regimes[0], preset.group_sizes[0], preset.seeds[0])
-    model, tokenizer, _ = load_policy(first, cache, device, progress)
-    task = get_task(preset.config.task, **preset.config.task_kwargs)
-    warm_key = first.warmstart.key() if first.model == "tiny" else None
-    log(f"warm start ready after {time.time() - start:.0f} s")
+    with output_lock(out):
+        # 0. compare with what ``out`` holds before writing anything
+        finished = check_resume(out, preset)
+        os.makedirs(out, exist_ok=True)
+        meta_path = os.path.join(out, "sweep.json")
+        write_json_atomic(meta_path, {
+            "preset_name": preset.name, "preset": preset.to_dict(),
+            "grpolab_version": __version__, "git_commit": git_commit(),
+            "device": device_name(device), "torch_threads": torch.get_num_threads(),
+            "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        })
+        cache = os.path.join(out, "cache")
+        start = time.time()
+        # 1. the shared warm start (cached)
+        first = preset.run_config(preset.regimes[0], preset.group_sizes[0], preset.seeds[0])
+        model, tokenizer, _ = load_policy(first, cache, device, progress)
+        task = get_task(preset.config.task, **preset.config.task_kwargs)
+        warm_key = first.warmstart.key() if first.model == "tiny" else None
+        log(f"warm start ready after {time.time() - start:.0f} s")
 
-    # 2. census of pass rates and the gradient-noise measurement at the warm start, each
-    #    rebuilt when it was made from other inputs
-    censuses = {}
-    noise_path = os.path.join(out, "gradient_noise.json")
-    noise = _read_noise(noise_path)
-    for regime in preset.regimes:
-        cfg = preset.run_config(regime, preset.group_sizes[0], preset.seeds[0])
-        sharing = sum(finished.get(r.name, 0) for r in preset.regimes
-                      if _census_path(out, r) == _census_path(out, regime))
-        censuses[regime.name] = _census(out, preset, regime, model, tokenizer, task, cfg,
-                                        warm_key, sharing, log)
-        if preset.noise_batches >= 2:
-            rows, measured = _noise_rows(preset, regime, model, tokenizer, task,
-                                         noise.get(regime.name, []), warm_key,
-                                         finished.get(regime.name, 0))
-            if measured or regime.name not in noise:
-                noise[regime.name] = rows
-                write_json_atomic(noise_path, noise)
-    log(f"census and gradient noise ready after {time.time() - start:.0f} s")
-    del model
+        # 2. census of pass rates and the gradient-noise measurement at the warm start, each
+        #    rebuilt when it was made from other inputs
+        censuses = {}
+        noise_path = os.path.join(out, "gradient_noise.json")
+        noise = _read_noise(noise_path)
+        for regime in preset.regimes:
+            cfg = preset.run_config(regime, preset.group_sizes[0], preset.seeds[0])
+            sharing = sum(finished.get(r.name, 0) for r in preset.regimes
+                          if _census_path(out, r) == _census_path(out, regime))
+            censuses[regime.name] = _census(out, preset, regime, model, tokenizer, task, cfg,
+                                            warm_key, sharing, log)
+            if preset.noise_batches >= 2:
+                rows, measured = _noise_rows(preset, regime, model, tokenizer, task,
+                                             noise.get(regime.name, []), warm_key,
+                                             finished.get(regime.name, 0))
+                if measured or regime.name not in noise:
+                    noise[regime.name] = rows
+                    write_json_atomic(noise_path, noise)
+        log(f"census and gradient noise ready after {time.time() - start:.0f} s")
+        del model
 
-    # 3. the runs, skipping finished ones
-    jobs = [(r, G, s) for r in preset.regimes for G in preset.group_sizes for s in preset.seeds]
-    bar = tqdm(jobs, desc=f"sweep {preset.name}", disable=not progress)
-    for regime, G, seed in bar:
-        run_dir = os.path.join(out, "runs", regime.name, f"G{G}-seed{seed}")
-        cfg = preset.run_config(regime, G, seed)
-        if os.path.isfile(os.path.join(run_dir, "summary.json")):
-            continue  # checked against cfg by check_resume
-        bar.set_postfix_str(f"{regime.name} G={G} seed={seed}")
-        census = censuses[regime.name][:, :cfg.pass_rate_window_size]  # census_samples wide
-        run(cfg, run_dir, cache_dir=cache, census=census, progress=progress,
-            extra={"regime": regime.name, "mode": regime.mode})
-    summary = aggregate(out, preset)
-    summary["seconds_this_invocation"] = time.time() - start
-    write_json_atomic(os.path.join(out, "summary.json"), summary)
-    if plots:
-        from grpolab.labs.sweep.report import plot_sweep
+        # 3. the runs, skipping finished ones
+        jobs = [(r, G, s) for r in preset.regimes for G in preset.group_sizes for s in preset.seeds]
+        bar = tqdm(jobs, desc=f"sweep {preset.name}", disable=not progress)
+        for regime, G, seed in bar:
+            run_dir = os.path.join(out, "runs", regime.name, f"G{G}-seed{seed}")
+            cfg = preset.run_config(regime, G, seed)
+            if os.path.isfile(os.path.join(run_dir, "summary.json")):
+                continue  # checked against cfg by check_resume
+            bar.set_postfix_str(f"{regime.name} G={G} seed={seed}")
+            census = censuses[regime.name][:, :cfg.pass_rate_window_size]  # census_samples wide
+            run(cfg, run_dir, cache_dir=cache, census=census, progress=progress,
+                extra={"regime": regime.name, "mode": regime.mode})
+        summary = aggregate(out, preset)
+        summary["seconds_this_invocation"] = time.time() - start
+        write_json_atomic(os.path.join(out, "summary.json"), summary)
+        if plots:
+            from grpolab.labs.sweep.report import plot_sweep
 
-        plot_sweep(out)
-    return summary
+            plot_sweep(out)
+        return summary
