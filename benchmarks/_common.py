@@ -80,13 +80,15 @@ class Timings:
 
 
 def interleaved(fns: dict[str, Callable[[], object]], reps: int, warmup: int = 1,
-                ) -> dict[str, Timings]:
+                inner: int = 1) -> dict[str, Timings]:
     """Time each callable ``reps`` times, alternating between them (A, B, A, B, ...).
 
     ``warmup`` untimed calls of each come first (allocator, caches, lazy imports). The
     order within a round alternates too (A B, B A, ...) so neither side always runs
     right after the other. Returns wall-clock and CPU seconds per callable: on a shared
     machine the CPU time shows what an idle core would take (single-threaded code).
+    ``inner`` calls make one timed repetition (its time divided by ``inner``): a call of a
+    few milliseconds, timed alone, carries the machine's jitter in every sample.
     """
     names = list(fns)
     for _ in range(warmup):
@@ -97,9 +99,10 @@ def interleaved(fns: dict[str, Callable[[], object]], reps: int, warmup: int = 1
         order = names if r % 2 == 0 else names[::-1]
         for n in order:
             c0, t0 = time.process_time(), time.perf_counter()
-            fns[n]()
-            times[n].wall.append(time.perf_counter() - t0)
-            times[n].cpu.append(time.process_time() - c0)
+            for _ in range(inner):
+                fns[n]()
+            times[n].wall.append((time.perf_counter() - t0) / inner)
+            times[n].cpu.append((time.process_time() - c0) / inner)
     return times
 
 

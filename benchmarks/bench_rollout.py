@@ -104,7 +104,7 @@ def with_unshared(name: str, G: int) -> bool:
 
 
 def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int,
-                device: str = "cpu") -> list[Row]:
+                device: str = "cpu", inner: int = 1) -> list[Row]:
     """Rows for ``cases`` of (B prompts, G, max_new_tokens T, whether the target applies)."""
     import torch
 
@@ -158,7 +158,7 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int,
                            top_p=1.0, generator=gen, fast=False)
                 assert r.tokens_generated == n * T, "grpolab (generic) stopped early"
             sides["generic"] = generic
-        t = interleaved(sides, reps=reps)
+        t = interleaved(sides, reps=reps, inner=inner)
         rate = {k: n / v.wall_median for k, v in t.items()}
         cpu_rate = {k: n / v.cpu_median for k, v in t.items()}
         tok_rate = {k: n * T / v.wall_median for k, v in t.items()}
@@ -240,14 +240,17 @@ def main(argv=None) -> int:
     # Tiny model: the lab's shape (64 completions per step, so B = 64 / G prompts, and
     # max_completion_length 6), plus one decode-heavy case (16 new tokens) for context.
     # SmolLM2: one chat-templated word problem, 16 new tokens.
-    plan = {"tiny": ([(max(1, 64 // G), G, 6, True) for G in Gs] + [(4, 16, 16, False)], 7),
-            "smollm2": ([(1, G, 16, True) for G in Gs], 2)}
+    # (cases, timed repetitions, calls per repetition): a tiny-model call takes a few ms,
+    # so each repetition times 10 of them
+    plan = {"tiny": ([(max(1, 64 // G), G, 6, True) for G in Gs] + [(4, 16, 16, False)], 15,
+                     10),
+            "smollm2": ([(1, G, 16, True) for G in Gs], 2, 1)}
     if args.quick:
-        models, plan = ["tiny"], {"tiny": ([(2, 4, 4, False)], 2)}
+        models, plan = ["tiny"], {"tiny": ([(2, 4, 4, False)], 2, 1)}
     rows = []
     for m in models:
-        cases, reps = plan[m]
-        rows += bench_model(m, cases, args.reps or reps, args.device)
+        cases, reps, inner = plan[m]
+        rows += bench_model(m, cases, args.reps or reps, args.device, inner)
     notes = ["Fixed length: EOS is an id outside the vocabulary on every side, so every row "
              "generates exactly max_new_tokens tokens; sampling at temperature 1, top-p 1, "
              "top-k off.",
@@ -258,6 +261,7 @@ def main(argv=None) -> int:
                             "cases": {m: [dict(B=b, G=g, new_tokens=t, target=tg)
                                           for b, g, t, tg in plan[m][0]] for m in models},
                             "reps": {m: args.reps or plan[m][1] for m in models},
+                            "calls_per_rep": {m: plan[m][2] for m in models},
                             **device_settings(args.device)})
 
 

@@ -68,3 +68,34 @@ def test_rotary_positions_make_left_padding_invisible():
         for row in range(ids.shape[0]):
             alone = model(input_ids=ids[row, real[row]][None]).logits[0]
             torch.testing.assert_close(without[row, real[row]], alone, atol=1e-5, rtol=1e-4)
+
+
+def test_char_tokenizer_fast_paths_equal_the_generic_ones():
+    """The sampler's fast encode/decode give exactly what PreTrainedTokenizer gives: the
+    same padded tensors, and the same strings for any ids (specials, ids outside the
+    vocabulary, negative ids), with and without cleanup; a tokenizer with added tokens
+    falls back to the generic path."""
+    import random
+
+    tok = CharTokenizer()
+    texts = ["12+34=", "7+8=", "Tom has 3 apples . How many ?", "é~", ""]
+    ids, mask = tok.encode_left_padded(texts)
+    ref = tok(texts, padding=True, padding_side="left", return_tensors="pt")
+    assert torch.equal(ids, ref["input_ids"]) and torch.equal(mask, ref["attention_mask"])
+    rng = random.Random(0)
+    for _ in range(200):
+        rows = [[rng.randrange(-3, tok.vocab_size + 3) for _ in range(rng.randrange(0, 9))]
+                for _ in range(rng.randrange(1, 5))]
+        for skip in (True, False):
+            for clean in (None, True, False):
+                generic = super(CharTokenizer, tok).batch_decode(
+                    rows, skip_special_tokens=skip, clean_up_tokenization_spaces=clean)
+                assert tok.batch_decode(rows, skip_special_tokens=skip,
+                                        clean_up_tokenization_spaces=clean) == generic
+        tensor_rows = torch.tensor([r[:1] or [5] for r in rows])  # tensors decode the same
+        assert tok.batch_decode(tensor_rows) == super(CharTokenizer, tok).batch_decode(
+            tensor_rows)
+    tok.add_tokens(["<think>"])
+    assert not tok._plain()
+    assert tok.batch_decode([[tok.vocab_size]]) == super(CharTokenizer, tok).batch_decode(
+        [[tok.vocab_size]])

@@ -455,6 +455,21 @@ def test_remedy_pool_goes_under_out(toy_item, tmp_path, monkeypatch):
     assert sorted(os.listdir(tmp_path)) == ["toy"]  # nothing beside --out
 
 
+def test_diverged_training_is_a_one_line_error(tmp_path, monkeypatch, capsys):
+    """A run whose weights diverge raises FloatingPointError deep in the loop (non-finite
+    metrics or logits); the CLI reports it in one line with a non-zero exit, no traceback."""
+    import grpolab.labs.sweep.run as sweep_run
+
+    def diverge(*args, **kwargs):
+        raise FloatingPointError("non-finite GRPO metrics at step 3: {...}; lower "
+                                 "--learning-rate")
+
+    monkeypatch.setattr(sweep_run, "run_sweep", diverge)
+    assert main([*SWEEP, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: non-finite GRPO metrics") and err.count("\n") == 1, err
+
+
 def test_a_second_runner_on_one_folder_stops_before_writing(toy_item, tmp_path):
     """Two runners resuming one folder used to tear each other's logs: now the second one
     gets a one-line error naming the first one's pid, writes nothing, and the folder is

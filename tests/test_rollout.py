@@ -250,3 +250,69 @@ def test_shared_prefix_forward_matches_the_full_forward_in_values_and_gradients(
         torch.testing.assert_close(out[True][1][m], out[False][1][m], atol=1e-5, rtol=1e-4)
         for g_fast, g_ref in zip(out[True][2], out[False][2], strict=True):
             torch.testing.assert_close(g_fast, g_ref, atol=1e-5, rtol=1e-3)
+
+
+def test_multinomial_one_draws_exactly_what_torch_multinomial_draws():
+    """The sampler skips ``torch.multinomial``'s input checks but must consume the
+    generator identically and pick the same tokens (generate calls torch.multinomial)."""
+    from grpolab.grpo.rollout import multinomial_one
+
+    for trial in range(100):
+        gen = torch.Generator().manual_seed(trial)
+        n, V = (int(x) for x in torch.randint(1, 90, (2,), generator=gen))
+        probs = torch.softmax(torch.randn(n, V + 1, generator=gen) * 6, -1)
+        a, b = torch.Generator().manual_seed(trial), torch.Generator().manual_seed(trial)
+        assert torch.equal(torch.multinomial(probs, 1, generator=a).squeeze(-1),
+                           multinomial_one(probs, b))
+        assert torch.equal(a.get_state(), b.get_state())
+
+
+def test_fast_path_sees_a_dtype_change_and_a_swapped_module():
+    """``.to(dtype)`` keeps the parameter objects and their versions but swaps their data,
+    and a resized embedding replaces a module: the cached layout must notice both."""
+    model, tok = build_tiny_model(seed=4)
+    model.eval()
+    sample(model, tok, PROMPTS, 2, max_new_tokens=3, temperature=0)  # caches the layout
+    model.to(torch.float64)
+    kw = dict(max_new_tokens=4, temperature=0.9)
+    fast = sample(model, tok, PROMPTS, 2, generator=torch.Generator().manual_seed(0), **kw)
+    generic = sample(model, tok, PROMPTS, 2, generator=torch.Generator().manual_seed(0),
+                     fast=False, **kw)
+    assert fast.old_logprobs.dtype == torch.float32  # log-probs stay float32, as in TRL
+    assert torch.equal(fast.completion_ids, generic.completion_ids)
+    torch.testing.assert_close(fast.old_logprobs, generic.old_logprobs)
+    old = model.model.embed_tokens
+    model.model.embed_tokens = torch.nn.Embedding.from_pretrained(old.weight.flip(0).clone(),
+                                                                  freeze=False)
+    fast = sample(model, tok, PROMPTS, 2, generator=torch.Generator().manual_seed(0), **kw)
+    generic = sample(model, tok, PROMPTS, 2, generator=torch.Generator().manual_seed(0),
+                     fast=False, **kw)
+    torch.testing.assert_close(fast.old_logprobs, generic.old_logprobs)
+
+
+def test_one_layer_model_matches_generate():
+    """With one layer the prefill's first layer is also its last (only the last position
+    runs attention and the MLP): still the same tokens as generate."""
+    model, tok = build_tiny_model(seed=5, n_layer=1)
+    model.eval()
+    ids, mask = encode_prompts(tok, PROMPTS, "cpu")
+    torch.manual_seed(0)
+    ours = sample(model, tok, PROMPTS, 3, max_new_tokens=5)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        ref = model.generate(input_ids=ids, attention_mask=mask, do_sample=True, top_k=0,
+                             top_p=1.0, temperature=1.0, num_return_sequences=3,
+                             max_new_tokens=5, pad_token_id=tok.pad_token_id,
+                             eos_token_id=tok.eos_token_id)[:, ids.shape[1]:]
+    m = ours.completion_mask.bool()
+    assert torch.equal(ours.completion_ids[m], ref[:, :ours.completion_ids.shape[1]][m])
+
+
+def test_diverged_weights_raise_a_clear_error():
+    """NaN weights give NaN logits; the sampler says so instead of drawing garbage."""
+    model, tok = build_tiny_model(seed=6)
+    with torch.no_grad():
+        model.lm_head.weight.fill_(float("nan"))
+    for fast in (True, False):
+        with pytest.raises(FloatingPointError, match="not finite"):
+            sample(model, tok, PROMPTS, 2, max_new_tokens=3, fast=fast)

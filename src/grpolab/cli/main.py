@@ -57,8 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, CLIError, OSError, ImportError) as exc:
-        # OSError: a file the user named is missing, unwritable or not a folder, a disk full
+    except (ValueError, CLIError, OSError, ImportError, FloatingPointError) as exc:
+        # OSError: a file the user named is missing, unwritable or not a folder, a disk full;
+        # FloatingPointError: training diverged (non-finite logits or GRPO metrics)
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -8,11 +8,17 @@ model's own weights:
 
 - the prompt batch is encoded once (B rows, causal attention over the left-padded prompt),
   and its keys/values are broadcast into a preallocated cache of B·G rows, one per sample;
+  the last layer runs attention and the MLP for the last prompt position only (the only
+  one the next-token logits read);
 - each step then appends one key/value per row in place (no ``torch.cat``, no cache object)
-  and attends with one ``scaled_dot_product_attention`` call against the filled slice;
-- the q/k/v and gate/up projections are fused into one matrix product each, rotary
-  cos/sin and the padding mask are built once per call, and the loop runs under
-  ``torch.inference_mode``.
+  and attends with three batched kernels (scores, softmax, weighted values);
+- the q/k/v and gate/up projections are fused into one matrix product each; the rotary
+  tables are cached per model, the padding mask and every view a step needs are built
+  once per call, and the loop runs under ``torch.inference_mode``.
+
+At these sizes a tensor call costs a few microseconds of dispatch whatever its size, so
+the loop is written to make few of them; the measured breakdown and what is left are in
+benchmarks/RESULTS.md.
 
 The arithmetic is the block's own (RMSNorm, rotary positions, grouped-query attention,
 SwiGLU, tied or untied head), so the next-token distribution equals a transformers
@@ -97,21 +103,24 @@ def _structure(model) -> tuple[bool, list]:
 _STRUCTURE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _rms_norm(x: torch.Tensor, norm) -> torch.Tensor:
-    """``LlamaRMSNorm`` (float32 statistics, weight applied in the input dtype)."""
+def _rms_norm(x: torch.Tensor, norm: tuple[torch.Tensor, float]) -> torch.Tensor:
+    """``LlamaRMSNorm`` (float32 statistics, weight applied in the input dtype); ``norm`` is
+    ``(weight, eps)``, read off the module once per layout (not per call)."""
+    weight, eps = norm
     if x.dtype == torch.float32:
-        return F.rms_norm(x, (x.shape[-1],), norm.weight, norm.variance_epsilon)
+        return F.rms_norm(x, (x.shape[-1],), weight, eps)
     h = x.float()
-    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + norm.variance_epsilon)
-    return norm.weight * h.to(x.dtype)
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * h.to(x.dtype)
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor) -> torch.Tensor:
     """Rotary positions: ``x·cos + rotate_half(x)·sin``, where ``rotate_half(x)`` =
     ``cat(−x₂, x₁)`` is a flip of the two halves times a sign (folded into ``sin_signed``)."""
-    half = x.shape[-1] // 2
-    flipped = x.unflatten(-1, (2, half)).flip(-2).flatten(-2)
-    return torch.addcmul(x * cos, flipped, sin_signed)
+    # roll by half a head swaps the halves, (x₁, x₂) → (x₂, x₁): the same values as a flip
+    # of the two halves, in one cheap copy (``flip`` cost 3-4× as much at these sizes)
+    swapped = x.roll(x.shape[-1] // 2, dims=-1)
+    return torch.addcmul(x * cos, swapped, sin_signed)
 
 
 class _Weights:
@@ -131,33 +140,91 @@ class _Weights:
             qkv = torch.cat([att.q_proj.weight.t(), att.k_proj.weight.t(),
                              att.v_proj.weight.t()], dim=1)
             gate_up = torch.cat([mlp.gate_proj.weight.t(), mlp.up_proj.weight.t()], dim=1)
-            self.layers.append((layer.input_layernorm, qkv,
+            self.layers.append((_norm(layer.input_layernorm), qkv,
                                 att.o_proj.weight.t().contiguous(),
-                                layer.post_attention_layernorm, gate_up,
+                                _norm(layer.post_attention_layernorm), gate_up,
                                 mlp.down_proj.weight.t().contiguous()))
-        self.norm = model.model.norm
+        self.norm = _norm(model.model.norm)
         self.rotary = model.model.rotary_emb
+        self._edges: list = []  # set by :meth:`of`, which caches the layout
+        self._params: list = []
+
+    def _remember(self, model) -> None:
+        """Record what these weights were made from: every parent → child module edge, and
+        every parameter with its version and storage (checked by :meth:`made_from`)."""
+        modules = list(model.modules())
+        self._edges = [(m, name, child) for m in modules for name, child in m._modules.items()]
+        self._params = [(m, name, p, p._version, p.data_ptr()) for m in modules
+                        for name, p in m._parameters.items() if p is not None]
+
+    def made_from(self, model) -> bool:
+        """True while ``model`` is still the module tree, parameters and values these
+        weights were laid out from."""
+        return (all(m._modules.get(name) is child for m, name, child in self._edges)
+                and all(m._parameters.get(name) is p and p._version == v
+                        and p.data_ptr() == ptr for m, name, p, v, ptr in self._params))
 
     @staticmethod
     def of(model) -> _Weights:
         """The laid-out weights of ``model``, rebuilt only when a parameter changed.
 
-        The key is every parameter's identity and version counter: an optimizer step,
-        ``load_state_dict`` or ``.to()`` bumps or replaces them, so a rollout after an
-        update never reads stale weights. Costs one extra copy of the block weights.
+        Fresh means the same module tree (a replaced submodule, e.g. a resized embedding,
+        is noticed), the same parameter objects, the same version counters (an optimizer
+        step or ``load_state_dict`` bumps them) and the same storage (``.to(dtype)`` or a
+        device move keeps the parameter objects and versions but swaps their data). A flat
+        check of those lists, not a ``model.parameters()`` walk, which cost about 0.3 ms
+        per rollout on the tiny model. Costs one extra copy of the block weights.
         """
-        key = tuple((id(p), p._version) for p in model.parameters())
         cached = _WEIGHTS.get(model)
-        if cached is not None and cached[0] == key:
-            return cached[1]
+        if cached is not None and cached.made_from(model):
+            return cached
         with torch.no_grad():
             weights = _Weights(model)
-        _WEIGHTS[model] = (key, weights)
+        weights._remember(model)
+        _WEIGHTS[model] = weights
         return weights
 
 
-#: model → (parameter versions, laid-out weights); weak, so it never keeps a model alive
+def _norm(module) -> tuple[torch.Tensor, float]:
+    """An RMSNorm module's ``(weight, eps)``."""
+    return module.weight, module.variance_epsilon
+
+
+#: model → its laid-out weights; weak, so it never keeps a model alive
 _WEIGHTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _rotary_tables(w: _Weights, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(cos, sin_signed)``, each (n, head_dim): the rotary angles of positions 0…n−1, with
+    the sign of ``rotate_half`` folded into sin (see :func:`_rotate`).
+
+    Cached per rotary module and reused across calls (computing them cost more than a
+    decode step's attention on the tiny model): each position's angles depend on that
+    position alone, so a longer cached table holds exactly the values a shorter call would
+    compute. Rotary types that rescale with the sequence length ("dynamic") are recomputed
+    every call. The key holds the ``inv_freq`` buffer's identity and version, so a device
+    move or an in-place change rebuilds the table."""
+    rot = w.rotary
+    inv = getattr(rot, "inv_freq", None)
+    dynamic = "dynamic" in str(getattr(rot, "rope_type", ""))
+    key = None if inv is None or dynamic else (inv.data_ptr(), inv._version, inv.device,
+                                               w.embed.dtype)
+    cached = _ROTARY.get(rot)
+    if key is None or cached is None or cached[0] != key or cached[1].shape[0] < n:
+        size = n if key is None else max(n, 64, 2 * cached[1].shape[0] if cached else 0)
+        with torch.no_grad():
+            pos = torch.arange(size, device=w.embed.device)[None]
+            cos, sin = rot(w.embed[:1][None], pos)
+            sign = torch.ones(w.hd, dtype=sin.dtype, device=sin.device)
+            sign[: w.hd // 2] = -1
+            cached = (key, cos[0], sin[0] * sign)
+        if key is not None:
+            _ROTARY[rot] = cached
+    return cached[1][:n], cached[2][:n]
+
+
+#: rotary module → (key, cos table, signed sin table); weak, so it never keeps a model alive
+_ROTARY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _attend(q: torch.Tensor, k_t: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
@@ -172,7 +239,19 @@ def _attend(q: torch.Tensor, k_t: torch.Tensor, v: torch.Tensor, mask: torch.Ten
     with a mask on CPU (its per-call setup dominates).
     """
     scores = torch.baddbmm(mask, q, k_t, alpha=scale)
-    return torch.bmm(scores.softmax(-1), v)
+    return torch.bmm(_softmax_last(scores), v)
+
+
+def _softmax_last(scores: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dimension, in place on ``scores``: ``exp(s − max) / Σ``, the
+    same formula as ``torch.softmax`` (equal to float rounding). Why by hand: on CPU,
+    ``softmax(-1)`` over many short rows (here rows·heads × a key length of a dozen) ran
+    3-4× slower than these three elementwise kernels. Every row has a finite entry (a query
+    always sees itself), so the max is finite."""
+    if scores.requires_grad:  # the training pass (completion_logits): autograd's softmax
+        return scores.softmax(-1)
+    scores.sub_(scores.amax(-1, keepdim=True)).exp_()
+    return scores.div_(scores.sum(-1, keepdim=True))
 
 
 def _mlp(x: torch.Tensor, norm, gate_up, down) -> torch.Tensor:
@@ -208,88 +287,121 @@ def _decode(model, ids, mask, G, T, temperature, top_p, generator, eos, pad, dra
     scale = hd ** -0.5
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
 
-    # rotary tables for every position this call can reach, computed once
-    table_pos = torch.arange(int(positions.max()) + T + 1, device=device)[None]
-    cos_tab, sin_tab = w.rotary(w.embed[:1][None], table_pos)
-    cos_tab, sin_tab = cos_tab[0], sin_tab[0]
-    sign = torch.ones(hd, dtype=dtype, device=device)
-    sign[: hd // 2] = -1
-    sin_tab = sin_tab * sign
+    # rotary tables for every position this call can reach
+    cos_tab, sin_tab = _rotary_tables(w, int(positions.max()) + T + 1)
 
-    # preallocated caches, zero-filled so unwritten slots stay finite under the mask:
-    # keys stored transposed, (layer, row, kv head, hd, position), so that each step's
-    # q·kᵀ is a plain batched product over contiguous memory; values (…, position, hd)
-    keys_t = torch.zeros(len(w.layers), n, Hkv, hd, L, dtype=dtype, device=device)
-    values = torch.zeros(len(w.layers), n, Hkv, L, hd, dtype=dtype, device=device)
+    # preallocated caches (layer, row, kv head, position, hd). The prompt slots are all
+    # written by the prefill; the generated slots are zeroed so that the ones not written
+    # yet stay finite under the mask (garbage could be NaN, and NaN − inf is NaN)
+    keys = torch.empty(len(w.layers), n, Hkv, L, hd, dtype=dtype, device=device)
+    values = torch.empty(len(w.layers), n, Hkv, L, hd, dtype=dtype, device=device)
+    keys[:, :, :, P:].zero_()
+    values[:, :, :, P:].zero_()
 
     # 1. prefill: the B prompts once. A padded query may attend to itself only, so it
     #    stays finite; no real token ever attends to a padded key.
     valid = mask.bool()
-    eye = torch.eye(P, dtype=torch.bool, device=device)
-    causal = torch.ones(P, P, dtype=torch.bool, device=device).tril()
-    allowed = (causal & (valid[:, None, :] | eye))[:, None].expand(B, Hkv, P, P)
-    prefill_mask = torch.zeros(B, Hkv, P, P, dtype=dtype, device=device).masked_fill(
-        ~allowed, float("-inf"))[:, :, None].expand(B, Hkv, H // Hkv, P, P).reshape(
-        B * Hkv, (H // Hkv) * P, P)
+    g = H // Hkv  # query heads per kv head, stacked as query rows
+    last_layer = len(w.layers) - 1
+    if last_layer:
+        eye = torch.eye(P, dtype=torch.bool, device=device)
+        causal = torch.ones(P, P, dtype=torch.bool, device=device).tril()
+        allowed = (causal & (valid[:, None, :] | eye))[:, None].expand(B, Hkv, P, P)
+        prefill_mask = torch.zeros(B, Hkv, P, P, dtype=dtype, device=device).masked_fill(
+            ~allowed, float("-inf"))[:, :, None].expand(B, Hkv, g, P, P).reshape(
+            B * Hkv, g * P, P)
+    # the last prompt position (always a real token under left padding) sees every real key
+    last_mask = torch.zeros(B, 1, 1, P, dtype=dtype, device=device).masked_fill(
+        ~valid[:, None, None], float("-inf")).expand(B, Hkv, g, P).reshape(B * Hkv, g, P)
     cos, sin = cos_tab[positions][:, :, None], sin_tab[positions][:, :, None]
     x = F.embedding(ids, w.embed).view(B * P, -1)
     for li, (n1, qkv_w, o_w, n2, gu_w, down_w) in enumerate(w.layers):
         qkv = (_rms_norm(x, n1) @ qkv_w).view(B, P, H + 2 * Hkv, hd)
         qk = _rotate(qkv[:, :, :H + Hkv], cos, sin)
-        # (B, heads, P, hd); the query heads of one kv head stacked as query rows
-        q = qk[:, :, :H].transpose(1, 2).reshape(B * Hkv, (H // Hkv) * P, hd)
         k, v = qk[:, :, H:].transpose(1, 2), qkv[:, :, H + Hkv:].transpose(1, 2)
         # 2. the G samples of a prompt share its keys/values: broadcast into their rows
-        keys_t[li].view(B, G, Hkv, hd, L)[..., :P] = k.transpose(-1, -2)[:, None]
+        keys[li].view(B, G, Hkv, L, hd)[:, :, :, :P] = k[:, None]
         values[li].view(B, G, Hkv, L, hd)[:, :, :, :P] = v[:, None]
-        a = _attend(q, k.reshape(B * Hkv, P, hd).transpose(1, 2), v.reshape(B * Hkv, P, hd),
-                    prefill_mask, scale)
-        x = torch.addmm(x, a.view(B, H, P, hd).transpose(1, 2).reshape(B * P, H * hd), o_w)
-        x = _mlp(x, n2, gu_w, down_w)
-    last = x.view(B, P, -1)[:, -1]
-    logits = model.lm_head(_rms_norm(last, w.norm)).repeat_interleave(G, dim=0)
+        k_t, v = k.reshape(B * Hkv, P, hd).transpose(1, 2), v.reshape(B * Hkv, P, hd)
+        if li < last_layer:
+            q = qk[:, :, :H].transpose(1, 2).reshape(B * Hkv, g * P, hd)
+            a = _attend(q, k_t, v, prefill_mask, scale)
+            x = torch.addmm(x, a.view(B, H, P, hd).transpose(1, 2).reshape(B * P, H * hd), o_w)
+            x = _mlp(x, n2, gu_w, down_w)
+        else:
+            # the last layer feeds only the next-token logits, and those read only the last
+            # position: its keys/values are cached above for every position, but attention,
+            # output projection and MLP run for the B last positions alone
+            a = _attend(qk[:, -1, :H].reshape(B * Hkv, g, hd), k_t, v, last_mask, scale)
+            x = torch.addmm(x.view(B, P, -1)[:, -1], a.view(B, H * hd), o_w)
+            x = _mlp(x, n2, gu_w, down_w)
+    head = _head(model)
+    logits = head(_rms_norm(x, w.norm)).repeat_interleave(G, dim=0)
 
     # decode-time tables, hoisted out of the loop: for each step an additive key mask over
     # all L slots (-inf on padded prompt slots and on slots not written yet), and each
     # row's rotary cos/sin
-    slot = torch.arange(L, device=device)
-    written = slot[None, :] <= P + torch.arange(max(T - 1, 0), device=device)[:, None]
-    key_ok = torch.cat([valid.repeat_interleave(G, 0),
-                        torch.ones(n, L - P, dtype=torch.bool, device=device)], dim=1)
-    allowed = written[:, None, None, None, :] & key_ok[None, :, None, None, :]
-    step_masks = torch.zeros(allowed.shape[0], n, Hkv, 1, L, dtype=dtype, device=device)
-    step_masks = step_masks.masked_fill(~allowed, float("-inf")).view(-1, n * Hkv, 1, L)
+    pad_mask = torch.zeros(n, Hkv, 1, L, dtype=dtype, device=device)
+    pad_mask[..., :P].masked_fill_(~valid.repeat_interleave(G, 0)[:, None, None], float("-inf"))
+    pad_mask = pad_mask.view(n * Hkv, 1, L)
+    # step t writes slot P + t and must not see the slots after it
+    steps_fed = max(T - 1, 1)
+    later = (torch.arange(L, device=device)
+             > P + torch.arange(steps_fed, device=device)[:, None])  # (step, slot)
+    unwritten = torch.zeros(steps_fed, 1, 1, L, dtype=dtype, device=device).masked_fill_(
+        later[:, None, None], float("-inf"))
     step_pos = positions[:, -1:].repeat_interleave(G, 0) + 1 + torch.arange(T, device=device)
     cos_steps, sin_steps = cos_tab[step_pos][:, :, None], sin_tab[step_pos][:, :, None]
 
+    # per layer, made once: its weights with the cache views the step reads (flat, for the
+    # batched products) and writes (one slot per step). At a few microseconds per tensor
+    # call on CPU, the views a step would otherwise rebuild cost as much as its attention.
+    steps = [(n1, qkv_w, o_w, n2, gu_w, down_w, keys[li], values[li],
+              keys[li].view(n * Hkv, L, hd).transpose(1, 2), values[li].view(n * Hkv, L, hd))
+             for li, (n1, qkv_w, o_w, n2, gu_w, down_w) in enumerate(w.layers)]
     tokens, logprobs, keep = [], [], []
     done = torch.zeros(n, dtype=torch.bool, device=device)
+    finished = 0  # rows that have emitted EOS (a Python int, so most steps skip the masking)
     for t in range(T):
         # 3. draw one token per row; rows that already emitted EOS get padding
         tok, lp = draw(logits, temperature, top_p, generator)
-        tok = tok.masked_fill(done, pad)
+        if finished:
+            tok = tok.masked_fill(done, pad)
+            lp = lp.masked_fill(done, 0.0)
         keep.append(~done)
         tokens.append(tok)
-        logprobs.append(lp.masked_fill(done, 0.0))
+        logprobs.append(lp)
         done = done | (tok == eos)
-        if t == T - 1 or bool(done.all()):
+        finished = int(done.sum())
+        if t == T - 1 or finished == n:
             break
         cur = P + t
-        cos, sin, attn_mask = cos_steps[:, t], sin_steps[:, t], step_masks[t]
+        cos, sin = cos_steps[:, t], sin_steps[:, t]
+        attn_mask = pad_mask + unwritten[t]
         x = F.embedding(tok, w.embed)
-        for li, (n1, qkv_w, o_w, n2, gu_w, down_w) in enumerate(w.layers):
+        for n1, qkv_w, o_w, n2, gu_w, down_w, k_cache, v_cache, k_flat, v_flat in steps:
             qkv = (_rms_norm(x, n1) @ qkv_w).view(n, H + 2 * Hkv, hd)
             qk = _rotate(qkv[:, :H + Hkv], cos, sin)
-            keys_t[li, :, :, :, cur] = qk[:, H:]
-            values[li, :, :, cur] = qkv[:, H + Hkv:]
-            a = _attend(qk[:, :H].reshape(n * Hkv, H // Hkv, hd),
-                        keys_t[li].view(n * Hkv, hd, L), values[li].view(n * Hkv, L, hd),
-                        attn_mask, scale)
+            k_cache.select(-2, cur).copy_(qk[:, H:])
+            v_cache.select(-2, cur).copy_(qkv[:, H + Hkv:])
+            a = _attend(qk[:, :H].reshape(n * Hkv, H // Hkv, hd), k_flat, v_flat, attn_mask,
+                        scale)
             x = torch.addmm(x, a.view(n, H * hd), o_w)
             x = _mlp(x, n2, gu_w, down_w)
-        logits = model.lm_head(_rms_norm(x, w.norm))
+        logits = head(_rms_norm(x, w.norm))
     return (torch.stack(tokens, dim=1), torch.stack(keep, dim=1).long(),
             torch.stack(logprobs, dim=1))
+
+
+def _head(model):
+    """The output projection as a plain function of the hidden states: ``F.linear`` on the
+    head's weights when it is a plain ``nn.Linear`` without hooks (saves the module-call
+    overhead on every token), else the module itself, so that its hooks run."""
+    head = model.lm_head
+    if type(head) is torch.nn.Linear and not (head._forward_hooks or head._forward_pre_hooks):
+        weight, bias = head.weight, head.bias
+        return lambda h: F.linear(h, weight, bias)
+    return head
 
 
 def completion_logits(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor,
@@ -328,11 +440,7 @@ def completion_logits(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor
     full_mask = torch.cat([prompt_mask, completion_mask], dim=1)
     positions = (full_mask.cumsum(-1) - 1).clamp(min=0)
     pos_p, pos_c = positions[first, :P], positions[:, P:P + Tc]
-    table_pos = torch.arange(int(positions.max()) + 1, device=device)[None]
-    cos_tab, sin_tab = w.rotary(w.embed[:1][None], table_pos)
-    sign = torch.ones(hd, dtype=dtype, device=device)
-    sign[: hd // 2] = -1
-    cos_tab, sin_tab = cos_tab[0], sin_tab[0] * sign
+    cos_tab, sin_tab = _rotary_tables(w, int(positions.max()) + 1)
     flat_pos = torch.cat([pos_p.reshape(-1), pos_c.reshape(-1)])
     cos, sin = cos_tab[flat_pos][:, None], sin_tab[flat_pos][:, None]
 

@@ -50,7 +50,11 @@ class Rollout:
 
 
 def encode_prompts(tokenizer, prompts: list[str], device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Left-padded ``(input_ids, attention_mask)`` for a list of prompt strings."""
+    """Left-padded ``(input_ids, attention_mask)`` for a list of prompt strings (through the
+    tokenizer's ``encode_left_padded`` when it has one: the tiny model's fast path)."""
+    if hasattr(tokenizer, "encode_left_padded"):
+        ids, mask = tokenizer.encode_left_padded(list(prompts))
+        return ids.to(device), mask.to(device)
     side = tokenizer.padding_side
     tokenizer.padding_side = "left"
     try:
@@ -107,8 +111,26 @@ def sample_next_token(logits: torch.Tensor, temperature: float, top_p: float,
         drop = sorted_p.cumsum(-1) - sorted_p >= top_p
         sorted_p = sorted_p.masked_fill(drop, 0.0)
         probs = torch.zeros_like(probs).scatter(-1, order, sorted_p)
-    token = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    token = multinomial_one(probs, generator)
     return token, logp.gather(-1, token[:, None]).squeeze(-1)
+
+
+def multinomial_one(probs: torch.Tensor, generator: torch.Generator | None = None):
+    """``torch.multinomial(probs, 1).squeeze(-1)`` for rows of a valid distribution, minus
+    its input checks.
+
+    ATen draws a single sample as ``argmax(probs / q)`` with ``q ~ Exp(1)`` (the Gumbel-max
+    trick; ``multinomial``'s ``n_sample == 1`` path in ``Distributions.cpp``). These are the
+    same kernels in the same order, so the generator is consumed identically and every
+    token equals ``torch.multinomial``'s, and hence ``generate``'s
+    (``tests/test_rollout.py`` checks both, generator state included). What is skipped are
+    the checks for inf, NaN, negative and all-zero rows (about ten small kernels and a
+    sync per call), which ``exp(log_softmax(logits))`` passes by construction for finite
+    logits; non-finite logits surface as non-finite log-probabilities instead, which
+    :func:`sample` reports.
+    """
+    q = torch.empty_like(probs).exponential_(1, generator=generator)
+    return probs.div(q).argmax(-1)
 
 
 def sample(model, tokenizer, prompts: list[str], num_generations: int = 1, *,
@@ -155,6 +177,10 @@ def sample(model, tokenizer, prompts: list[str], num_generations: int = 1, *,
     else:
         completion_ids, completion_mask, old_logprobs = _decode_generic(
             model, ids, mask, G, max_new_tokens, temperature, top_p, generator, eos, pad)
+    if temperature > 0 and not bool(torch.isfinite(old_logprobs).all()):
+        raise FloatingPointError("the model's next-token distribution is not finite (NaN or "
+                                 "inf logits): the weights have diverged; lower "
+                                 "--learning-rate")
     texts = tokenizer.batch_decode(completion_ids.masked_fill(completion_mask == 0, pad),
                                    skip_special_tokens=True)
     return Rollout(

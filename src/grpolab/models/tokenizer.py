@@ -68,6 +68,57 @@ class CharTokenizer(PreTrainedTokenizer):
     def convert_tokens_to_string(self, tokens: list[str]) -> str:
         return "".join(tokens)
 
+    # -- fast paths: the sampler encodes prompts and decodes completions every step, and
+    # PreTrainedTokenizer's per-sequence Python work (special-token sets rebuilt per
+    # sequence, per-text encode_plus) was ~1 ms of a ~10 ms tiny-model rollout
+    # (benchmarks/RESULTS.md). Both give exactly the generic path's output
+    # (tests/test_models.py) and fall back to it whenever anything is non-default.
+
+    def _plain(self) -> bool:
+        """True when every added token is a vocabulary entry (no tokens added after
+        construction), so ids map to strings through the vocabulary alone."""
+        return all(self._inverse.get(i) == tok.content
+                   for i, tok in self._added_tokens_decoder.items())
+
+    def encode_left_padded(self, texts: list[str]):
+        """``(input_ids, attention_mask)`` as ``LongTensor``s, left-padded to the longest
+        text: the same tensors as ``self(texts, padding=True, padding_side="left",
+        return_tensors="pt")``, for the sampler's hot path."""
+        import torch
+
+        if not self._plain() or not texts:
+            enc = self(list(texts), padding=True, padding_side="left", return_tensors="pt")
+            return enc["input_ids"], enc["attention_mask"]
+        unk, pad = self._vocab["<unk>"], self.pad_token_id
+        vocab = self._vocab
+        rows = [[vocab.get(c, unk) for c in text] for text in texts]
+        width = max(len(r) for r in rows)
+        ids = [[pad] * (width - len(r)) + r for r in rows]
+        mask = [[0] * (width - len(r)) + [1] * len(r) for r in rows]
+        return torch.tensor(ids, dtype=torch.long), torch.tensor(mask, dtype=torch.long)
+
+    def batch_decode(self, sequences, skip_special_tokens: bool = False,
+                     clean_up_tokenization_spaces: bool | None = None, **kwargs) -> list[str]:
+        """``PreTrainedTokenizer.batch_decode`` with one lookup table per call instead of
+        per-sequence special-token sets; the same strings (ids outside the vocabulary
+        decode to ``<unk>``, as there)."""
+        rows = sequences.tolist() if hasattr(sequences, "tolist") else sequences
+        if (kwargs or not self._plain() or not isinstance(rows, (list, tuple)) or not rows
+                or not all(isinstance(r, (list, tuple)) for r in rows)):
+            return super().batch_decode(sequences, skip_special_tokens=skip_special_tokens,
+                                        clean_up_tokenization_spaces=clean_up_tokenization_spaces,
+                                        **kwargs)
+        table = [self._inverse[i] for i in range(len(self._inverse))]
+        if skip_special_tokens:
+            for i in self.all_special_ids:
+                table[i] = ""
+        n = len(table)
+        texts = ["".join(table[i] if 0 <= i < n else "<unk>" for i in map(int, row))
+                 for row in rows]
+        clean = (self.clean_up_tokenization_spaces if clean_up_tokenization_spaces is None
+                 else clean_up_tokenization_spaces)
+        return [self.clean_up_tokenization(s) for s in texts] if clean else texts
+
     def save_vocabulary(self, save_directory: str, filename_prefix: str | None = None):
         path = os.path.join(save_directory, (filename_prefix + "-" if filename_prefix else "")
                             + VOCAB_FILE)
