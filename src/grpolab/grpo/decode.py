@@ -228,18 +228,18 @@ _ROTARY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _attend(q: torch.Tensor, k_t: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
-            scale: float) -> torch.Tensor:
+            scale: float, by_hand: bool = False) -> torch.Tensor:
     """Attention of stacked queries against one key/value sequence per batch entry.
 
     q: (rows·kv heads, queries, hd), where the query heads that share a kv head (and, in
     the prefill, the prompt positions) are stacked as query rows; k_t: (rows·kv heads, hd,
     len), the keys transposed; v: (rows·kv heads, len, hd); mask: additive, broadcastable
-    to (rows·kv heads, queries, len).
-    Three small batched kernels; at these sizes that beats ``scaled_dot_product_attention``
+    to (rows·kv heads, queries, len); ``by_hand``: softmax by :func:`_softmax_last`, in
+    place (the sampler; not for tensors autograd needs). Three small batched kernels; at these sizes that beats ``scaled_dot_product_attention``
     with a mask on CPU (its per-call setup dominates).
     """
     scores = torch.baddbmm(mask, q, k_t, alpha=scale)
-    return torch.bmm(_softmax_last(scores), v)
+    return torch.bmm(_softmax_last(scores) if by_hand else scores.softmax(-1), v)
 
 
 def _softmax_last(scores: torch.Tensor) -> torch.Tensor:
@@ -247,9 +247,10 @@ def _softmax_last(scores: torch.Tensor) -> torch.Tensor:
     same formula as ``torch.softmax`` (equal to float rounding). Why by hand: on CPU,
     ``softmax(-1)`` over many short rows (here rows·heads × a key length of a dozen) ran
     3-4× slower than these three elementwise kernels. Every row has a finite entry (a query
-    always sees itself), so the max is finite."""
-    if scores.requires_grad:  # the training pass (completion_logits): autograd's softmax
-        return scores.softmax(-1)
+    always sees itself), so the max is finite. Only the sampler uses it (``by_hand`` in
+    :func:`_attend`): the tokens it draws are the same either way, while the log-probability
+    pass keeps ``torch.softmax``, so the training trajectories, and the logged KL, of runs
+    made before this change are reproduced bit for bit."""
     scores.sub_(scores.amax(-1, keepdim=True)).exp_()
     return scores.div_(scores.sum(-1, keepdim=True))
 
@@ -325,14 +326,15 @@ def _decode(model, ids, mask, G, T, temperature, top_p, generator, eos, pad, dra
         k_t, v = k.reshape(B * Hkv, P, hd).transpose(1, 2), v.reshape(B * Hkv, P, hd)
         if li < last_layer:
             q = qk[:, :, :H].transpose(1, 2).reshape(B * Hkv, g * P, hd)
-            a = _attend(q, k_t, v, prefill_mask, scale)
+            a = _attend(q, k_t, v, prefill_mask, scale, by_hand=True)
             x = torch.addmm(x, a.view(B, H, P, hd).transpose(1, 2).reshape(B * P, H * hd), o_w)
             x = _mlp(x, n2, gu_w, down_w)
         else:
             # the last layer feeds only the next-token logits, and those read only the last
             # position: its keys/values are cached above for every position, but attention,
             # output projection and MLP run for the B last positions alone
-            a = _attend(qk[:, -1, :H].reshape(B * Hkv, g, hd), k_t, v, last_mask, scale)
+            a = _attend(qk[:, -1, :H].reshape(B * Hkv, g, hd), k_t, v, last_mask, scale,
+                        by_hand=True)
             x = torch.addmm(x.view(B, P, -1)[:, -1], a.view(B, H * hd), o_w)
             x = _mlp(x, n2, gu_w, down_w)
     head = _head(model)
@@ -385,7 +387,7 @@ def _decode(model, ids, mask, G, T, temperature, top_p, generator, eos, pad, dra
             k_cache.select(-2, cur).copy_(qk[:, H:])
             v_cache.select(-2, cur).copy_(qkv[:, H + Hkv:])
             a = _attend(qk[:, :H].reshape(n * Hkv, H // Hkv, hd), k_flat, v_flat, attn_mask,
-                        scale)
+                        scale, by_hand=True)
             x = torch.addmm(x, a.view(n, H * hd), o_w)
             x = _mlp(x, n2, gu_w, down_w)
         logits = head(_rms_norm(x, w.norm))
