@@ -235,8 +235,9 @@ def _attend(q: torch.Tensor, k_t: torch.Tensor, v: torch.Tensor, mask: torch.Ten
     the prefill, the prompt positions) are stacked as query rows; k_t: (rows·kv heads, hd,
     len), the keys transposed; v: (rows·kv heads, len, hd); mask: additive, broadcastable
     to (rows·kv heads, queries, len); ``by_hand``: softmax by :func:`_softmax_last`, in
-    place (the sampler; not for tensors autograd needs). Three small batched kernels; at these sizes that beats ``scaled_dot_product_attention``
-    with a mask on CPU (its per-call setup dominates).
+    place (the sampler; not for tensors autograd needs). Three small batched kernels; at
+    these sizes that beats ``scaled_dot_product_attention`` with a mask on CPU (its per-call
+    setup dominates).
     """
     scores = torch.baddbmm(mask, q, k_t, alpha=scale)
     return torch.bmm(_softmax_last(scores) if by_hand else scores.softmax(-1), v)

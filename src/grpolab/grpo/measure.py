@@ -113,8 +113,12 @@ def gradient_noise(model, tokenizer, task, prompts, config, batches: int, seed: 
     gen = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
     rng = np.random.default_rng(seed)
     params = [p for p in model.parameters() if p.requires_grad]
-    grads, zero = [], []
-    for _ in range(batches):
+    # one float64 row per batch gradient, written in place: collecting the rows in a list
+    # and stacking them held every gradient twice (about 53 MB extra on the tiny model)
+    stack = torch.empty(batches, sum(p.numel() for p in params), dtype=torch.float64,
+                        device=next(model.parameters()).device)
+    zero = []
+    for b in range(batches):
         batch = [prompts[i] for i in rng.choice(len(prompts), size=B, replace=False)]
         r = sample(model, tokenizer, [p.text for p in batch], G, generator=gen,
                    temperature=config.temperature, top_p=config.top_p,
@@ -130,9 +134,8 @@ def gradient_noise(model, tokenizer, task, prompts, config, batches: int, seed: 
                             loss_type=config.loss_type,
                             max_completion_length=config.max_completion_length)
         g = torch.autograd.grad(loss, params, allow_unused=True)
-        grads.append(torch.cat([(x if x is not None else torch.zeros_like(p)).reshape(-1)
-                                for x, p in zip(g, params, strict=True)]).double())
-    stack = torch.stack(grads)
+        stack[b] = torch.cat([(x if x is not None else torch.zeros_like(p)).reshape(-1)
+                              for x, p in zip(g, params, strict=True)])
     gram = (stack @ stack.T).tolist()  # g_i · g_j: enough to bootstrap over batches
     stats = noise_from_gram(np.asarray(gram))
     return {"G": G, "prompts_per_step": B, "batches": batches, **stats,
