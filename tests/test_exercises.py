@@ -235,6 +235,9 @@ def test_claim_audit_reads_lab_results_when_present(tmp_path, monkeypatch):
     (fake / "book" / "interview" / page.name).write_text(page.read_text(encoding="utf-8"))
     runs = [{"G": G, "seed": s, "regime": "fixed-budget", "initial_accuracy": 0.2,
              "final_accuracy": 0.3 + 0.01 * G + 0.001 * s, "zero_gradient_observed": 0.5,
+             # sampled pass@1 (the primary metric): per-seed slopes on log2 G of 0.030
+             # and 0.036, so the declared trend test reports their mean, 0.033
+             "final_sampled_accuracy": 0.25 + (0.01 + 0.002 * s) * G,
              "zero_gradient_predicted": 0.45,
              "completions": 1000} for G in (2, 8) for s in (0, 1)]
     (fake / "labs" / "results" / "fake-preset").mkdir(parents=True)
@@ -257,7 +260,9 @@ def test_claim_audit_reads_lab_results_when_present(tmp_path, monkeypatch):
     assert "(4 runs)" in text
     assert "Remedy lab `remedies/beta-g`**: beta x G" in text and "0.110 ± 0.020" in text
     assert "4,096 ± 0" in text
-    assert "Highest mean final accuracy at G = 8" in text
+    assert "`final_sampled_accuracy`: +0.0330 per doubling of G" in text
+    assert "over 2 seeds (the test declared in the G chapter)" in text
+    assert "Highest mean" not in text  # the best-minus-worst comparison is gone
     assert "../labs/01-g-sweep.html" in text and "The G sweep" in text
 
 
