@@ -108,7 +108,7 @@ class CharTokenizer(PreTrainedTokenizer):
             return super().batch_decode(sequences, skip_special_tokens=skip_special_tokens,
                                         clean_up_tokenization_spaces=clean_up_tokenization_spaces,
                                         **kwargs)
-        table = [self._inverse[i] for i in range(len(self._inverse))]
+        table = [self._inverse.get(i, "<unk>") for i in range(max(self._inverse) + 1)]
         if skip_special_tokens:
             for i in self.all_special_ids:
                 table[i] = ""
