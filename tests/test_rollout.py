@@ -316,3 +316,18 @@ def test_diverged_weights_raise_a_clear_error():
     for fast in (True, False):
         with pytest.raises(FloatingPointError, match="not finite"):
             sample(model, tok, PROMPTS, 2, max_new_tokens=3, fast=fast)
+
+
+def test_the_weight_cache_does_not_keep_a_model_alive():
+    """The laid-out weights are cached per model in a weak dictionary: once the caller
+    drops the model, it is freed (a SmolLM2 kept alive would hold half a gigabyte)."""
+    import gc
+    import weakref
+
+    model, tok = build_tiny_model(seed=7)
+    sample(model, tok, PROMPTS, 2, max_new_tokens=2, temperature=0)
+    assert model in decode._WEIGHTS
+    alive = weakref.ref(model)
+    del model
+    gc.collect()
+    assert alive() is None

@@ -65,7 +65,7 @@ def supports(model) -> bool:
 
     if nn_module._global_forward_hooks or nn_module._global_forward_pre_hooks:
         return False
-    return not any(m._forward_hooks or m._forward_pre_hooks for m in modules)
+    return not any(m._forward_hooks or m._forward_pre_hooks for m in (model, *modules))
 
 
 def _projections(model) -> tuple:
@@ -95,7 +95,9 @@ def _structure(model) -> tuple[bool, list]:
                     mlp.gate_proj, mlp.up_proj, mlp.down_proj):
             if type(lin) is not torch.nn.Linear:
                 return False, []
-    return True, [m for name, m in model.named_modules() if name != "lm_head"]
+    # the model itself is left out (checked by the caller): this list is the value of a
+    # weak dict keyed by the model, and a strong reference would keep the model alive
+    return True, [m for name, m in model.named_modules() if name not in ("", "lm_head")]
 
 
 #: model → (projection identities, supported, modules to watch for hooks); weak, so it
@@ -152,16 +154,19 @@ class _Weights:
     def _remember(self, model) -> None:
         """Record what these weights were made from: every parent → child module edge, and
         every parameter with its version and storage (checked by :meth:`made_from`)."""
+        # the model itself is recorded as None: these weights are the value of a weak dict
+        # keyed by the model, and a strong reference to it would keep it alive forever
         modules = list(model.modules())
-        self._edges = [(m, name, child) for m in modules for name, child in m._modules.items()]
-        self._params = [(m, name, p, p._version, p.data_ptr()) for m in modules
+        own = [(None if m is model else m, m) for m in modules]
+        self._edges = [(k, name, child) for k, m in own for name, child in m._modules.items()]
+        self._params = [(k, name, p, p._version, p.data_ptr()) for k, m in own
                         for name, p in m._parameters.items() if p is not None]
 
     def made_from(self, model) -> bool:
         """True while ``model`` is still the module tree, parameters and values these
         weights were laid out from."""
-        return (all(m._modules.get(name) is child for m, name, child in self._edges)
-                and all(m._parameters.get(name) is p and p._version == v
+        return (all((m or model)._modules.get(name) is child for m, name, child in self._edges)
+                and all((m or model)._parameters.get(name) is p and p._version == v
                         and p.data_ptr() == ptr for m, name, p, v, ptr in self._params))
 
     @staticmethod
