@@ -3,6 +3,8 @@ about the distributions, only the cost. Every equivalence check runs on both dec
 the hand-written Llama loop (``fast=True``, grpolab.grpo.decode, the default for Llama
 models) and the generic ``model.forward`` loop (``fast=False``)."""
 
+import os
+
 import pytest
 import torch
 
@@ -56,7 +58,26 @@ def test_shared_prefix_cache_gives_the_unshared_next_token_distributions(tiny):
         torch.testing.assert_close(shared[row], ref, atol=1e-5, rtol=1e-4)
 
 
-FAST = pytest.mark.parametrize("fast", [True, False], ids=["fast", "generic"])
+@pytest.fixture(params=["kernel", "python-loop", "generic"])
+def fast(request, monkeypatch):
+    """Each decode path in turn, as the ``fast`` argument of ``sample``: the Llama loop with
+    its compiled step (``decode_kernel.cpp``, the default on CPU), the same loop in Python
+    (where the kernel cannot be built), and the generic ``model.forward`` loop."""
+    if request.param == "kernel":
+        _require_kernel()
+    elif request.param == "python-loop":
+        monkeypatch.setattr(decode, "_KERNEL", None)
+    return request.param != "generic"
+
+
+def _require_kernel():
+    """The compiled step, or a skip where this machine cannot build it (a failure in CI,
+    whose machines have a compiler: there the kernel is the path the labs take)."""
+    if decode._kernel() is None:
+        if os.environ.get("CI"):
+            pytest.fail("the fused decode kernel did not build (see the warning above)")
+        pytest.skip("no C++ toolchain for the fused decode kernel")
+
 
 
 def test_the_tiny_model_takes_the_fast_path(tiny):
@@ -64,7 +85,6 @@ def test_the_tiny_model_takes_the_fast_path(tiny):
     assert decode.supports(model)
 
 
-@FAST
 def test_old_logprobs_match_a_full_forward_pass(tiny, fast):
     model, tok = tiny
     r = sample(model, tok, PROMPTS, 4, max_new_tokens=5, generator=torch.Generator().manual_seed(0),
@@ -78,7 +98,6 @@ def test_old_logprobs_match_a_full_forward_pass(tiny, fast):
     assert torch.all(r.old_logprobs[~m] == 0)
 
 
-@FAST
 def test_eos_stops_and_masks(tiny, fast):
     model, tok = tiny
     # force EOS to be the only option after the first token by biasing the head
@@ -93,7 +112,6 @@ def test_eos_stops_and_masks(tiny, fast):
     assert r.tokens_generated == len(PROMPTS) * 2 and r.texts == [""] * 6
 
 
-@FAST
 def test_greedy_matches_generate_and_top_p_tiny_is_greedy(tiny, fast):
     model, tok = tiny
     ours = sample(model, tok, PROMPTS, 1, max_new_tokens=4, temperature=0, fast=fast)
@@ -122,7 +140,6 @@ def test_seeded_sampling_is_reproducible_and_checks_arguments(tiny):
             sample(model, tok, PROMPTS, **{"num_generations": 2, **kwargs})
 
 
-@FAST
 def test_seeded_sampling_matches_generate_token_for_token(tiny, fast):
     """Same global seed, same draws: ``sample`` (prompt encoded once, cache shared by the G
     rows) and ``generate(num_return_sequences=G)`` (prompt repeated G times) give the same
@@ -331,3 +348,127 @@ def test_the_weight_cache_does_not_keep_a_model_alive():
     del model
     gc.collect()
     assert alive() is None
+
+
+def _kernel_and_python_loop(model, tok, prompts, G, **kwargs):
+    """The same rollout through the compiled step and through the Python loop."""
+    _require_kernel()
+    kernel = decode._KERNEL
+    out = []
+    for k in (kernel, None):
+        decode._KERNEL = k
+        try:
+            out.append(sample(model, tok, prompts, G, generator=torch.Generator().manual_seed(3),
+                              **kwargs))
+        finally:
+            decode._KERNEL = kernel
+    return out
+
+
+@pytest.mark.parametrize("kv_heads", [4, 2, 1])
+def test_the_compiled_step_equals_the_python_loop(kv_heads):
+    """Tokens identical, log-probabilities equal to float rounding, on left-padded prompts,
+    grouped-query layouts (1, 2 and 4 query heads per kv head), top-p and temperature, and
+    long enough completions that every cache slot is read."""
+    tok = CharTokenizer()
+    cfg = tiny_config(len(tok), bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                      pad_token_id=tok.pad_token_id)
+    cfg.num_key_value_heads = kv_heads
+    torch.manual_seed(kv_heads)
+    from transformers import LlamaForCausalLM
+
+    model = LlamaForCausalLM(cfg).eval()
+    for kwargs in [dict(max_new_tokens=16), dict(max_new_tokens=9, temperature=0.7, top_p=0.9)]:
+        a, b = _kernel_and_python_loop(model, tok, PROMPTS, 5, **kwargs)
+        assert torch.equal(a.completion_ids, b.completion_ids) and a.texts == b.texts
+        assert torch.equal(a.completion_mask, b.completion_mask)
+        torch.testing.assert_close(a.old_logprobs, b.old_logprobs, atol=1e-5, rtol=1e-4)
+
+
+def test_the_compiled_step_writes_the_cache_and_attends_like_the_python_loop(tiny):
+    """One step of the kernel against the Python loop's arithmetic, on random caches with
+    padded slots: the same hidden states (to rounding) and the same cache slot written."""
+    _require_kernel()
+    model, _ = tiny
+    w = decode._Weights.of(model)
+    H, Hkv, hd = w.H, w.Hkv, w.hd
+    n, L, cur = 6, 9, 6
+    gen = torch.Generator().manual_seed(0)
+    keys = torch.randn(len(w.layers), n, Hkv, L, hd, generator=gen)
+    values = torch.randn(len(w.layers), n, Hkv, L, hd, generator=gen)
+    pad = torch.zeros(n, L)
+    pad[:3, :2] = float("-inf")  # three rows with two padded prompt slots
+    cos_tab, sin_tab = decode._rotary_tables(w, 32)
+    pos = torch.randint(0, 32, (n,), generator=gen)
+    cos, sin = cos_tab[pos].contiguous(), sin_tab[pos].contiguous()
+    x0 = torch.randn(n, model.config.hidden_size, generator=gen)
+    k_ref, v_ref = keys.clone(), values.clone()
+    with torch.inference_mode():
+        fused = decode._KERNEL.Decoder(H, Hkv, hd, w.norms[0][1],
+                                       [t for layer in w.layers
+                                        for t in decode._kernel_layer(layer)],
+                                       list(keys.unbind(0)), list(values.unbind(0)), pad)
+        got = fused.step(x0, cos, sin, cur)
+        later = torch.zeros(L)
+        later[cur + 1:] = float("-inf")  # slots after cur are not written yet
+        mask = (pad + later)[:, None, None].expand(n, Hkv, 1, L).reshape(n * Hkv, 1, L)
+        x = x0
+        for li, (n1, qkv_w, o_w, n2, gu_w, down_w) in enumerate(w.layers):
+            qkv = (decode._rms_norm(x, n1) @ qkv_w).view(n, H + 2 * Hkv, hd)
+            qk = decode._rotate(qkv[:, :H + Hkv], cos[:, None], sin[:, None])
+            k_ref[li, :, :, cur] = qk[:, H:]
+            v_ref[li, :, :, cur] = qkv[:, H + Hkv:]
+            a = decode._attend(qk[:, :H].reshape(n * Hkv, H // Hkv, hd),
+                               k_ref[li].view(n * Hkv, L, hd).transpose(1, 2),
+                               v_ref[li].view(n * Hkv, L, hd), mask, hd ** -0.5)
+            x = decode._mlp(torch.addmm(x, a.view(n, H * hd), o_w), n2, gu_w, down_w)
+    torch.testing.assert_close(got, x, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(keys, k_ref, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(values, v_ref, atol=1e-5, rtol=1e-4)
+    assert torch.equal(keys[:, :, :, :cur], k_ref[:, :, :, :cur])  # nothing else touched
+    assert torch.equal(keys[:, :, :, cur + 1:], k_ref[:, :, :, cur + 1:])
+
+
+def test_a_kernel_that_cannot_be_built_falls_back_with_one_warning(tiny, monkeypatch):
+    model, tok = tiny
+    ref = sample(model, tok, PROMPTS, 2, max_new_tokens=4, fast=False,
+                 generator=torch.Generator().manual_seed(0))
+
+    def no_compiler():
+        raise OSError("g++: command not found\nmore lines")
+
+    monkeypatch.setattr(decode, "_build_kernel", no_compiler)
+    monkeypatch.setattr(decode, "_KERNEL", decode._UNTRIED)
+    with pytest.warns(RuntimeWarning, match=r"could not be built.*g\+\+: command not found\)$"):
+        r = sample(model, tok, PROMPTS, 2, max_new_tokens=4,
+                   generator=torch.Generator().manual_seed(0))
+    assert torch.equal(r.completion_ids, ref.completion_ids)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # tried once per process: no second warning
+        sample(model, tok, PROMPTS, 2, max_new_tokens=4)
+    monkeypatch.setattr(decode, "_KERNEL", decode._UNTRIED)
+    monkeypatch.setenv("GRPOLAB_DECODE_KERNEL", "0")
+    assert decode._kernel() is None
+
+
+def test_exponential_like_reproduces_exponential_and_the_generator_state():
+    """The sampler's Exp(1) variates: the same values and the same generator state as
+    ``exponential_``, on the caller's generator and on the global one, and the fast route
+    is really taken on this torch build."""
+    from grpolab.grpo.rollout import _uniform_matches_exponential, exponential_like
+
+    assert _uniform_matches_exponential()
+    for trial in range(30):
+        shape = tuple(int(x) for x in torch.randint(1, 70, (2,),
+                                                    generator=torch.Generator().manual_seed(trial)))
+        a, b = torch.Generator().manual_seed(trial), torch.Generator().manual_seed(trial)
+        assert torch.equal(torch.empty(shape).exponential_(1, generator=a),
+                           exponential_like(torch.empty(shape), b))
+        assert torch.equal(a.get_state(), b.get_state())
+    torch.manual_seed(5)
+    want = torch.empty(40, 83).exponential_(1)
+    torch.manual_seed(5)
+    assert torch.equal(exponential_like(torch.empty(40, 83)), want)
+    assert exponential_like(torch.empty(3, 4, dtype=torch.float64)).dtype == torch.float64
