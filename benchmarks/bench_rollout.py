@@ -10,7 +10,9 @@ Sides, interleaved in one process on the same model object, prompts and settings
   transformers user would write;
 - ``generic``: the same sampler on its architecture-agnostic path (``fast=False``: one
   ``model.forward`` per token with a ``DynamicCache``), to show what the hand-written
-  Llama decode loop (``grpolab.grpo.decode``, the default for these models) buys.
+  Llama decode loop (``grpolab.grpo.decode``, the default for these models) buys;
+- ``python_loop`` (CPU): that decode loop with its compiled step (``decode_kernel.cpp``)
+  turned off, every step in Python: what the kernel buys.
 
 On SmolLM2 the unshared and generic sides are skipped at G = 64 (to keep the run short).
 
@@ -149,9 +151,23 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int,
             sync()
             assert out.shape == (n, P + T), f"generate returned {tuple(out.shape)}"
 
+        def python_loop(G=G, T=T, n=n, prompts=prompts):
+            from grpolab.grpo import decode
+
+            kernel, decode._KERNEL = decode._KERNEL, None  # the same loop without the kernel
+            try:
+                r = sample(model, ftok, prompts, G, max_new_tokens=T, temperature=1.0,
+                           top_p=1.0, generator=gen)
+            finally:
+                decode._KERNEL = kernel
+            sync()
+            assert r.tokens_generated == n * T, "grpolab (python loop) stopped early"
+
         sides = {"shared": shared, "generate": generate}
         if with_unshared(name, G):
             sides["unshared"] = unshared
+        if on_cpu and kernel_built() and with_unshared(name, G):
+            sides["python_loop"] = python_loop
         if with_unshared(name, G):
             def generic(G=G, T=T, n=n, prompts=prompts):
                 r = sample(model, ftok, prompts, G, max_new_tokens=T, temperature=1.0,
@@ -167,7 +183,8 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int,
         gate = cpu_rate if on_cpu else rate  # CUDA: CPU time does not measure GPU work
         rows.append(Row(
             case=f"{name} vs generate {settings}",
-            ours_label="grpolab.grpo.rollout.sample (Llama decode loop, prompt encoded once)",
+            ours_label="grpolab.grpo.rollout.sample (Llama decode loop, prompt encoded once)"
+                       + (", compiled step" if on_cpu and kernel_built() else ""),
             baseline_label="model.generate(do_sample=True, num_return_sequences=G)",
             ours=rate["shared"], baseline=rate["generate"], unit="completions/s",
             ratio=rate["shared"] / rate["generate"],
@@ -200,9 +217,26 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int,
                 extra={"ours_cpu": cpu_rate["shared"], "baseline_cpu": cpu_rate["generic"],
                        "ours_tokens_per_s": tok_rate["shared"],
                        "baseline_tokens_per_s": tok_rate["generic"]}))
+        if "python_loop" in t:
+            rows.append(Row(
+                case=f"{name} compiled step vs python loop {settings}",
+                ours_label="grpolab.grpo.decode with its compiled step (decode_kernel.cpp)",
+                baseline_label="the same decode loop with every step in Python",
+                ours=rate["shared"], baseline=rate["python_loop"], unit="completions/s",
+                ratio=rate["shared"] / rate["python_loop"], reps=reps,
+                extra={"ours_cpu": cpu_rate["shared"], "baseline_cpu": cpu_rate["python_loop"],
+                       "ours_tokens_per_s": tok_rate["shared"],
+                       "baseline_tokens_per_s": tok_rate["python_loop"]}))
         for row in rows[-len(t) + 1:]:
             print_row(BENCH, row)
     return rows
+
+
+def kernel_built() -> bool:
+    """Whether the sampler's compiled decode step is in use here (it builds on first use)."""
+    from grpolab.grpo import decode
+
+    return decode._kernel() is not None
 
 
 def device_settings(device: str) -> dict:
@@ -262,6 +296,7 @@ def main(argv=None) -> int:
                                           for b, g, t, tg in plan[m][0]] for m in models},
                             "reps": {m: args.reps or plan[m][1] for m in models},
                             "calls_per_rep": {m: plan[m][2] for m in models},
+                            "compiled_decode_step": args.device == "cpu" and kernel_built(),
                             **device_settings(args.device)})
 
 
