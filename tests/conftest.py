@@ -32,6 +32,27 @@ def private_cache_and_temp_dirs(tmp_path_factory):
     patch.undo()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def compiled_decode_kernel(request, private_cache_and_temp_dirs):
+    """The sampler's compiled step (``grpolab/grpo/decode_kernel.cpp``) is built into
+    pytest's own cache folder (kept between sessions, never the user's home), and built
+    before any test runs: otherwise the first test to sample, perhaps in a subprocess
+    whose stderr it checks line by line, would also print the one-time build message."""
+    import importlib.util
+    import os
+
+    folder = request.config.cache.mkdir("grpolab-kernels")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("GRPOLAB_KERNEL_DIR", str(folder))
+    if importlib.util.find_spec("torch") is not None and os.environ.get(
+            "GRPOLAB_DECODE_KERNEL", "1") != "0":
+        from grpolab.grpo import decode
+
+        decode._kernel()  # a failure warns and falls back; CI turns that into a failure
+    yield folder
+    patch.undo()
+
+
 #: The flags the probe of this machine uses for headless Chromium: without the network
 #: ones, Chromium's background connections are refused by the closed network.
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",

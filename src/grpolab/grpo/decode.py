@@ -127,7 +127,7 @@ def _kernel():
     had; then the Python loop below runs, with the same results to float rounding.
 
     Built once per machine by ``torch.utils.cpp_extension`` (a C++ compiler and ninja;
-    about a minute) into torch's extension cache, and loaded from there afterwards. The
+    about a minute) into :func:`kernel_dir`, and loaded from there afterwards. The
     build is keyed by the source, the torch version and the CPU's feature flags, because
     it is compiled for this CPU (``-march=native``). ``GRPOLAB_DECODE_KERNEL=0`` turns it
     off; a failed build warns once and falls back.
@@ -171,14 +171,27 @@ def _build_kernel():
         import ninja
 
         os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
-    build_dir = cpp_extension._get_build_directory(name, False)  # torch's cache for it
-    if not os.path.exists(os.path.join(build_dir, f"{name}.so")):
+    build_dir = kernel_dir() / name
+    build_dir.mkdir(parents=True, exist_ok=True)
+    if not (build_dir / f"{name}.so").exists():
         print("grpolab: compiling the fused decode kernel (once per machine, about a "
-              "minute)...", file=sys.stderr, flush=True)
+              f"minute, into {build_dir})...", file=sys.stderr, flush=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch's notes about the compiler's ABI
         return cpp_extension.load(name=name, sources=[source], extra_cflags=flags,
-                                  verbose=False)
+                                  build_directory=str(build_dir), verbose=False)
+
+
+def kernel_dir():
+    """Where the compiled kernel is kept: ``$GRPOLAB_KERNEL_DIR``, else
+    ``$GRPOLAB_CACHE/kernels``, else ``~/.cache/grpolab/kernels`` (next to grpolab's other
+    caches; the test suite points it into pytest's cache folder)."""
+    from pathlib import Path
+
+    if os.environ.get("GRPOLAB_KERNEL_DIR"):
+        return Path(os.environ["GRPOLAB_KERNEL_DIR"])
+    base = os.environ.get("GRPOLAB_CACHE")
+    return (Path(base) if base else Path.home() / ".cache" / "grpolab") / "kernels"
 
 
 def _cpu_flags() -> str:
