@@ -409,6 +409,10 @@ def test_the_compiled_step_writes_the_cache_and_attends_like_the_python_loop(tin
                                         for t in decode._kernel_layer(layer)],
                                        list(keys.unbind(0)), list(values.unbind(0)), pad)
         got = fused.step(x0, cos, sin, cur)
+        with pytest.raises(RuntimeError, match="cos and sin must be"):  # not a bad read
+            fused.step(x0, cos[:-1].contiguous(), sin[:-1].contiguous(), cur)
+        with pytest.raises(RuntimeError, match="slot out of range"):
+            fused.step(x0, cos, sin, L)
         later = torch.zeros(L)
         later[cur + 1:] = float("-inf")  # slots after cur are not written yet
         mask = (pad + later)[:, None, None].expand(n, Hkv, 1, L).reshape(n * Hkv, 1, L)

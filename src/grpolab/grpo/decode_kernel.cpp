@@ -34,6 +34,8 @@ void check_f32(const at::Tensor& t, const char* name) {
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, double eps) {
   check_f32(x, "x");
   check_f32(w, "w");
+  TORCH_CHECK(x.dim() == 2 && w.dim() == 1 && w.size(0) == x.size(1),
+              "rms_norm takes x (n, D) and w (D)");
   auto out = at::empty_like(x);
   const int64_t n = x.size(0), D = x.size(1);
   const float* xp = x.data_ptr<float>();
@@ -94,6 +96,13 @@ struct Decoder {
     const int64_t n = qkv.size(0), width = (H + 2 * Hkv) * hd, g = H / Hkv;
     const int64_t L = keys[li].size(2), S = cur + 1;
     TORCH_CHECK(cur >= 0 && cur < L, "slot out of range");
+    TORCH_CHECK(qkv.dim() == 2 && qkv.size(1) == width, "qkv must be (n, (H + 2 Hkv) hd)");
+    TORCH_CHECK(cos.size(0) == n && cos.size(1) == hd && sin.sizes() == cos.sizes(),
+                "cos and sin must be (n, hd)");
+    TORCH_CHECK(pad.size(0) == n && pad.size(1) == L, "pad must be (n, L)");
+    TORCH_CHECK(keys[li].size(0) == n && keys[li].size(1) == Hkv && keys[li].size(3) == hd &&
+                    values[li].sizes() == keys[li].sizes(),
+                "caches must be (n, Hkv, L, hd)");
     auto out = at::empty({n, H * hd}, qkv.options());
     auto scores = at::empty({n, H, S}, qkv.options());
     const float* qp = qkv.data_ptr<float>();
