@@ -197,36 +197,27 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int,
                    "baseline_tokens_per_s": tok_rate["generate"],
                    "ours_median_s": t["shared"].wall_median,
                    "baseline_median_s": t["generate"].wall_median}))
-        if "unshared" in t:
-            rows.append(Row(
-                case=f"{name} shared vs unshared {settings}",
-                ours_label="grpolab.grpo.rollout.sample, prompt encoded once",
-                baseline_label="grpolab.grpo.rollout.sample, prompt repeated G times",
-                ours=rate["shared"], baseline=rate["unshared"], unit="completions/s",
-                ratio=rate["shared"] / rate["unshared"], reps=reps,
-                extra={"ours_cpu": cpu_rate["shared"], "baseline_cpu": cpu_rate["unshared"],
-                       "ours_tokens_per_s": tok_rate["shared"],
-                       "baseline_tokens_per_s": tok_rate["unshared"]}))
-        if "generic" in t:
-            rows.append(Row(
-                case=f"{name} fast vs generic decode {settings}",
-                ours_label="grpolab.grpo.rollout.sample (grpolab.grpo.decode loop)",
-                baseline_label="grpolab.grpo.rollout.sample(fast=False): model.forward per token",
-                ours=rate["shared"], baseline=rate["generic"], unit="completions/s",
-                ratio=rate["shared"] / rate["generic"], reps=reps,
-                extra={"ours_cpu": cpu_rate["shared"], "baseline_cpu": cpu_rate["generic"],
-                       "ours_tokens_per_s": tok_rate["shared"],
-                       "baseline_tokens_per_s": tok_rate["generic"]}))
-        if "python_loop" in t:
-            rows.append(Row(
-                case=f"{name} compiled step vs python loop {settings}",
-                ours_label="grpolab.grpo.decode with its compiled step (decode_kernel.cpp)",
-                baseline_label="the same decode loop with every step in Python",
-                ours=rate["shared"], baseline=rate["python_loop"], unit="completions/s",
-                ratio=rate["shared"] / rate["python_loop"], reps=reps,
-                extra={"ours_cpu": cpu_rate["shared"], "baseline_cpu": cpu_rate["python_loop"],
-                       "ours_tokens_per_s": tok_rate["shared"],
-                       "baseline_tokens_per_s": tok_rate["python_loop"]}))
+        # the INFO rows: the shared sampler against each of our own other sides
+        comparisons = {
+            "unshared": ("shared vs unshared",
+                         "grpolab.grpo.rollout.sample, prompt encoded once",
+                         "grpolab.grpo.rollout.sample, prompt repeated G times"),
+            "generic": ("fast vs generic decode",
+                        "grpolab.grpo.rollout.sample (grpolab.grpo.decode loop)",
+                        "grpolab.grpo.rollout.sample(fast=False): model.forward per token"),
+            "python_loop": ("compiled step vs python loop",
+                            "grpolab.grpo.decode with its compiled step (decode_kernel.cpp)",
+                            "the same decode loop with every step in Python"),
+        }
+        for side, (what, ours_label, baseline_label) in comparisons.items():
+            if side in t:
+                rows.append(Row(
+                    case=f"{name} {what} {settings}", ours_label=ours_label,
+                    baseline_label=baseline_label, ours=rate["shared"], baseline=rate[side],
+                    unit="completions/s", ratio=rate["shared"] / rate[side], reps=reps,
+                    extra={"ours_cpu": cpu_rate["shared"], "baseline_cpu": cpu_rate[side],
+                           "ours_tokens_per_s": tok_rate["shared"],
+                           "baseline_tokens_per_s": tok_rate[side]}))
         for row in rows[-len(t) + 1:]:
             print_row(BENCH, row)
     return rows
