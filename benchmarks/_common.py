@@ -8,7 +8,7 @@ better (baseline time / our time, baseline rate / ... inverted for rates).
 
 Each script prints one ``RATIO`` line per comparison::
 
-    RATIO theory/zero_gradient_probability grid=1000x1000: ours=0.0121 s baseline=0.412 s
+    RATIO theory/zero_variance_probability grid=1000x1000: ours=0.0121 s baseline=0.412 s
           ratio=34.0 target="ours < 0.1 s" PASS
 
 (on one line) and, with ``--json PATH``, writes the same rows for ``benchmarks/run.py``.

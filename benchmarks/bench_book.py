@@ -58,7 +58,7 @@ kernelspec:
 
 ```{code-cell} ipython3
 from grpolab import theory
-print(theory.zero_gradient_probability(0.5, 8))
+print(theory.zero_variance_probability(0.5, 8))
 ```
 """
 

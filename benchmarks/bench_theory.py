@@ -34,7 +34,7 @@ from grpolab import simulate, theory  # noqa: E402
 BENCH = "theory"
 
 
-def loop_zero_gradient(ps, Gs):
+def loop_zero_variance(ps, Gs):
     return [[p**G + (1 - p) ** G for G in Gs] for p in ps]
 
 
@@ -42,7 +42,7 @@ def loop_informative(ps, Gs):
     return [[1 - p**G - (1 - p) ** G for G in Gs] for p in ps]
 
 
-def loop_beta_zero_gradient(As, Gs, b):
+def loop_beta_zero_variance(As, Gs, b):
     lg = math.lgamma
     out = []
     for a in As:
@@ -57,7 +57,7 @@ def loop_empirical(ps, Gs):
     return [sum(p**G + (1 - p) ** G for p in ps) / n for G in Gs]
 
 
-def explicit_zero_gradient(p: float, G: int, n: int, seed: int, chunk: int = 100_000) -> float:
+def explicit_zero_variance(p: float, G: int, n: int, seed: int, chunk: int = 100_000) -> float:
     """Draw all G rewards of every group; fraction of groups with all rewards equal."""
     rng = np.random.default_rng(seed)
     hits = 0
@@ -78,17 +78,17 @@ def closed_form_rows(n: int, reps: int, quick: bool) -> list[Row]:
     grid = f"{n}x{n}"
 
     cases = [
-        ("zero_gradient_probability", lambda: theory.zero_gradient_probability(P, GG),
-         "python loop p**G+(1-p)**G", lambda: loop_zero_gradient(pl, Gl)),
-        ("zero_gradient_probability [vs numpy]", lambda: theory.zero_gradient_probability(P, GG),
+        ("zero_variance_probability", lambda: theory.zero_variance_probability(P, GG),
+         "python loop p**G+(1-p)**G", lambda: loop_zero_variance(pl, Gl)),
+        ("zero_variance_probability [vs numpy]", lambda: theory.zero_variance_probability(P, GG),
          "numpy p**G+(1-p)**G (no log space)", lambda: P**GG + (1 - P) ** GG),
         ("informative_probability", lambda: theory.informative_probability(P, GG),
          "python loop 1-p**G-(1-p)**G", lambda: loop_informative(pl, Gl)),
-        ("beta_zero_gradient_probability(b=1)",
-         lambda: theory.beta_zero_gradient_probability(GG, As[:, None], 1.0),
-         "python loop math.lgamma", lambda: loop_beta_zero_gradient(Al, Gl, 1.0)),
-        ("empirical_zero_gradient_probability",
-         lambda: theory.empirical_zero_gradient_probability(ps, Gs),
+        ("beta_zero_variance_probability(b=1)",
+         lambda: theory.beta_zero_variance_probability(GG, As[:, None], 1.0),
+         "python loop math.lgamma", lambda: loop_beta_zero_variance(Al, Gl, 1.0)),
+        ("empirical_zero_variance_probability",
+         lambda: theory.empirical_zero_variance_probability(ps, Gs),
          "python loop mean of p**G+(1-p)**G", lambda: loop_empirical(pl, Gl)),
     ]
     rows = []
@@ -113,19 +113,19 @@ def monte_carlo_rows(n_ours: int, n_base: int, reps: int, quick: bool) -> list[R
     target = "" if quick else "ours >= 1e7 groups/s (CPU time)"
     for p, G in [(0.5, 4), (0.5, 16), (0.5, 64), (0.1, 64)]:
         # Same process, both sides agree within Monte Carlo error before we time them.
-        est = simulate.zero_gradient_mc(p, G, n_groups=n_base, seed=1)
-        alt = explicit_zero_gradient(p, G, n_base, seed=2)
+        est = simulate.zero_variance_mc(p, G, n_groups=n_base, seed=1)
+        alt = explicit_zero_variance(p, G, n_base, seed=2)
         se = math.sqrt(max(est.mean * (1 - est.mean), 1e-12) / n_base)
         if abs(est.mean - alt) > 6 * se * math.sqrt(2) + 1e-9:
-            raise SystemExit(f"error: explicit draws disagree with zero_gradient_mc "
+            raise SystemExit(f"error: explicit draws disagree with zero_variance_mc "
                              f"at p={p}, G={G}")
-        t = interleaved({"ours": lambda p=p, G=G: simulate.zero_gradient_mc(p, G, n_groups=n_ours),
-                         "base": lambda p=p, G=G: explicit_zero_gradient(p, G, n_base, seed=0)},
+        t = interleaved({"ours": lambda p=p, G=G: simulate.zero_variance_mc(p, G, n_groups=n_ours),
+                         "base": lambda p=p, G=G: explicit_zero_variance(p, G, n_base, seed=0)},
                         reps=reps)
         o, bl = n_ours / t["ours"].wall_median, n_base / t["base"].wall_median
         oc, bc = n_ours / t["ours"].cpu_median, n_base / t["base"].cpu_median
-        rows.append(Row(case=f"zero_gradient_mc p={p} G={G}",
-                        ours_label=f"grpolab.simulate.zero_gradient_mc ({n_ours:.0e} groups, "
+        rows.append(Row(case=f"zero_variance_mc p={p} G={G}",
+                        ours_label=f"grpolab.simulate.zero_variance_mc ({n_ours:.0e} groups, "
                                    "k ~ Binomial(G, p))",
                         baseline_label=f"explicit G draws per group ({n_base:.0e} groups)",
                         ours=o, baseline=bl, ratio=o / bl, unit="groups/s", target=target,

@@ -5,7 +5,7 @@
     python benchmarks/profile_hotspots.py generic     # sample(fast=False): model.forward per token
     python benchmarks/profile_hotspots.py step        # one grpolab GRPO step
     python benchmarks/profile_hotspots.py step-generic  # the step on both generic paths
-    python benchmarks/profile_hotspots.py mc          # grpolab.simulate.zero_gradient_mc
+    python benchmarks/profile_hotspots.py mc          # grpolab.simulate.zero_variance_mc
     python benchmarks/profile_hotspots.py smollm2     # sample on SmolLM2-135M, G=4, 16 tokens
 
 The profiler's clock is ``time.process_time``, so time the process spent waiting for a
@@ -103,7 +103,7 @@ def main() -> int:
     elif what == "mc":
         import numpy as np
 
-        from grpolab.simulate import zero_gradient_mc
+        from grpolab.simulate import zero_variance_mc
 
         # cProfile cannot see inside numpy's Generator methods, so split by hand first
         rng = np.random.default_rng(0)
@@ -117,7 +117,7 @@ def main() -> int:
               f"constant-group test and mean {1e3 * (c2 - c1):.1f} ms (10^6 groups, G=16)")
 
         def f():
-            zero_gradient_mc(0.5, 16, n_groups=1_000_000)
+            zero_variance_mc(0.5, 16, n_groups=1_000_000)
     else:
         print(f"error: unknown target {what!r}", file=sys.stderr)
         return 2

@@ -18,11 +18,11 @@ from grpolab.cli.main import main
 CENSUS = checkout_root() / "labs" / "results" / "smollm2-pass-rates" / "pass_rates.json"
 
 
-def dead_by_hand(rates, G):
+def zero_variance_by_hand(rates, G):
     return sum(p ** G + (1 - p) ** G for p in rates) / len(rates)
 
 
-def beta_dead_by_hand(a, b, G):
+def beta_zero_variance_by_hand(a, b, G):
     """E[p^G + (1-p)^G] for p ~ Beta(a, b), from the rising-factorial moment formula."""
     return (math.prod((a + i) / (a + b + i) for i in range(G))
             + math.prod((b + i) / (a + b + i) for i in range(G)))
@@ -41,14 +41,14 @@ def test_rates_table_matches_hand_computation(tmp_path):
     assert [r["G"] for r in a.rows] == [2, 4, 8, 16]
     for r in a.rows:
         G = r["G"]
-        d = dead_by_hand(rates, G)
+        d = zero_variance_by_hand(rates, G)
         assert r["prompts_per_step"] == 100 // G
-        assert r["dead_fraction"] == pytest.approx(d, rel=1e-12)
+        assert r["zero_variance_fraction"] == pytest.approx(d, rel=1e-12)
         assert r["informative_prompts_per_step"] == pytest.approx((100 // G) * (1 - d))
         assert r["completions_per_informative_group"] == pytest.approx(G / (1 - d))
         assert r["gradient_variance_inflation"] == pytest.approx(G / (G - 1))
         kept = [p for p in rates if 0 < p < 1]
-        assert r["dead_fraction_filtered"] == pytest.approx(dead_by_hand(kept, G))
+        assert r["zero_variance_fraction_filtered"] == pytest.approx(zero_variance_by_hand(kept, G))
 
 
 def test_counts_use_the_unbiased_estimate_then_the_posterior(tmp_path):
@@ -60,13 +60,13 @@ def test_counts_use_the_unbiased_estimate_then_the_posterior(tmp_path):
     for G in (2, 4, 8):
         assert d.method(G) == "unbiased"
         want = np.mean([unbiased_by_hand(s, n, G) for s in k])
-        assert d.dead_fraction(G) == pytest.approx(want, rel=1e-10)
+        assert d.zero_variance_fraction(G) == pytest.approx(want, rel=1e-10)
     # G > n: posterior E[p^G + (1-p)^G | k, n] under the fitted Beta prior
     a, b = d.prior()
     G = 16
-    post = [beta_dead_by_hand(a + s, b + n - s, G) for s in k]
+    post = [beta_zero_variance_by_hand(a + s, b + n - s, G) for s in k]
     assert d.method(G) == "emp.Bayes"
-    assert d.dead_fraction(G) == pytest.approx(np.mean(post), rel=1e-10)
+    assert d.zero_variance_fraction(G) == pytest.approx(np.mean(post), rel=1e-10)
 
 
 def test_committed_census_numbers():
@@ -76,10 +76,10 @@ def test_committed_census_numbers():
     a = adv.advise(adv.load_pass_rates(CENSUS), budget=512, max_G=32)
     for r in a.rows:
         want = np.mean([unbiased_by_hand(s, m, r["G"]) for s, m in zip(k, n, strict=True)])
-        assert r["dead_fraction"] == pytest.approx(want, rel=1e-9)
-    # a prompt never solved in 32 samples is dead for every G <= 32
+        assert r["zero_variance_fraction"] == pytest.approx(want, rel=1e-9)
+    # a prompt never solved in 32 samples has zero variance for every G <= 32
     never = sum(s == 0 for s in k) / len(k)
-    assert a.rows[-1]["G"] == 32 and a.rows[-1]["dead_fraction"] >= never - 1e-12
+    assert a.rows[-1]["G"] == 32 and a.rows[-1]["zero_variance_fraction"] >= never - 1e-12
     items = {line["item"] for line in a.recommendation}
     assert {"filter", "G", "adaptive G", "dynamic sampling", "monitor"} <= items
     assert all(line["reason"] for line in a.recommendation)
@@ -96,7 +96,7 @@ def test_beta_fit_recovers_a_known_prior():
 def test_back_out_beta_reproduces_the_log():
     z, m, G = 0.45, 0.3, 8
     a, b = adv.back_out_beta(z, m, G)
-    assert beta_dead_by_hand(a, b, G) == pytest.approx(z, rel=1e-8)
+    assert beta_zero_variance_by_hand(a, b, G) == pytest.approx(z, rel=1e-8)
     mc = np.random.default_rng(0).beta(a, b, size=400_000)  # and by simulation
     assert np.mean(mc ** G + (1 - mc) ** G) == pytest.approx(z, abs=0.005)
     assert a / (a + b) == pytest.approx(m, rel=1e-12)
@@ -159,7 +159,7 @@ def test_trl_trainer_state_backs_out_a_beta(tmp_path):
     f = _write(tmp_path, "trainer_state.json", json.dumps({"log_history": hist}))
     d = adv.load_pass_rates(f, num_generations=8)
     assert d.kind == "beta"
-    assert d.dead_fraction(8) == pytest.approx(0.45, rel=1e-6)
+    assert d.zero_variance_fraction(8) == pytest.approx(0.45, rel=1e-6)
     assert any("Beta" in s for s in d.assumptions)
     a = adv.advise(d)
     assert next(line for line in a.recommendation if line["item"] == "filter")["value"] == \
@@ -179,7 +179,7 @@ def test_trl_jsonl_without_reward_assumes_one_pass_rate(tmp_path):
 def test_cli_on_committed_census(capsys):
     assert main(["advise", "--pass-rates", str(CENSUS), "--budget", "256", "--max-G", "16"]) == 0
     out = capsys.readouterr().out
-    assert "recommendation:" in out and "P(dead)" in out
+    assert "recommendation:" in out and "P(zero var.)" in out
     assert main(["advise", "--pass-rates", str(CENSUS), "--budget", "256", "--max-G", "16",
                  "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

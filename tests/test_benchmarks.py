@@ -69,8 +69,8 @@ def test_theory_quick(tmp_path):
     lines, data = run_script("theory", tmp_path=tmp_path)
     cases = [d["case"] for d in lines]
     assert sum("grid=100x100" in c for c in cases) == 5
-    assert sum(c.startswith("zero_gradient_mc") for c in cases) == 4
-    assert all(d["unit"] == "groups/s" for d in lines if d["case"].startswith("zero_gradient_mc"))
+    assert sum(c.startswith("zero_variance_mc") for c in cases) == 4
+    assert all(d["unit"] == "groups/s" for d in lines if d["case"].startswith("zero_variance_mc"))
     assert data["settings"]["grid"] == 100
 
 

@@ -17,7 +17,7 @@ from grpolab.book.build import BookBuildError, build_book, build_book_once, defa
 
 BOOK = default_book_dir()
 SRC = PACKAGE_DIR
-THEORY_STEMS = ["grpo-in-one-page", "baseline-variance", "zero-gradient", "cost-of-g",
+THEORY_STEMS = ["grpo-in-one-page", "baseline-variance", "zero-variance", "cost-of-g",
                 "degenerate-groups", "normalization", "temperature"]
 
 

@@ -88,7 +88,7 @@ def test_playground_trains_in_the_page_and_reacts_to_g(open_page, record_propert
     root = page.locator(".grpolab-toy")
     assert root.get_attribute("data-error") is None, root.get_attribute("data-error")
     assert "Static playground" in root.inner_text(), "the page must say which kind it is"
-    for fig in ("curves", "final", "dead", "buckets"):
+    for fig in ("curves", "final", "zero_variance", "buckets"):
         assert page.locator(f"svg[data-figure={fig}] polyline").count() > 0, fig
     assert page.locator("svg[data-figure=final] line[data-marker]").count() == 1, "G* marker"
     gstar = page.locator("td[data-role=gstar]").inner_text()

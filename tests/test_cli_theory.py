@@ -29,7 +29,7 @@ def test_theory_table_shows_card_numbers():
 def test_theory_json(capsys):
     assert main(["theory", "--p", "0.5", "--G", "2", "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
-    assert rec == [{"p": 0.5, "G": 2, "all_fail": 0.25, "all_pass": 0.25, "zero_gradient": 0.5,
+    assert rec == [{"p": 0.5, "G": 2, "all_fail": 0.25, "all_pass": 0.25, "zero_variance": 0.5,
                     "any_success": 0.75, "baseline_variance": 0.125}]
 
 
@@ -82,7 +82,7 @@ def test_largest_group_size_prints_finite_numbers(capsys):
     assert main(["theory", "--p", "0.5", "--G", "1000000", "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)[0]
     assert rec["G"] == 1_000_000 and rec["baseline_variance"] == pytest.approx(0.25e-6)
-    assert 0 <= rec["zero_gradient"] <= 1 and rec["any_success"] == 1.0
+    assert 0 <= rec["zero_variance"] <= 1 and rec["any_success"] == 1.0
 
 
 def test_help_lists_theory():

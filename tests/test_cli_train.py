@@ -176,8 +176,8 @@ def _capture_run(monkeypatch, module: str):
         config.validate()  # what the real run does first (the bug: a preset has no validate)
         calls.append((config, kwargs))
         return {"G": config.num_generations, "seed": config.seed, "backend": config.backend,
-                "initial_accuracy": 0.0, "final_accuracy": 0.5, "zero_gradient_observed": 0.25,
-                "zero_gradient_predicted": None, "seconds": 1.0}
+                "initial_accuracy": 0.0, "final_accuracy": 0.5, "zero_variance_observed": 0.25,
+                "zero_variance_predicted": None, "seconds": 1.0}
 
     monkeypatch.setattr(importlib.import_module(module), "run", fake_run)
     return calls
@@ -218,7 +218,7 @@ def test_a_finished_run_is_not_trained_again(tmp_path, monkeypatch, capsys):
     out = tmp_path / "run"
     out.mkdir()
     summary = {"G": 4, "seed": 0, "initial_accuracy": 0.1, "final_accuracy": 0.2,
-               "zero_gradient_observed": 0.3, "zero_gradient_predicted": 0.3, "seconds": 9.0,
+               "zero_variance_observed": 0.3, "zero_variance_predicted": 0.3, "seconds": 9.0,
                "config": cfg.to_dict()}
     (out / "summary.json").write_text(json.dumps(summary))
     assert main(["lab", "train", "--preset", "cpu-quick", "--G", "4", "--out", str(out)]) == 0
@@ -293,7 +293,7 @@ def _check_smoke_run(out, G: int, prompts: int) -> None:
     assert summary["policy"] == "smollm2"
     for r in lines[1:]:
         assert np.isfinite(r["loss"]) and np.isfinite(r["grad_norm"])
-        assert 0 <= r["zero_gradient_observed"] <= 1
+        assert 0 <= r["zero_variance_observed"] <= 1
     assert 0 <= summary["final_accuracy"] <= 1
 
 

@@ -385,7 +385,7 @@ def test_interactive_drill_on_a_pty_stops_cleanly_on_sigint(tmp_path):
     try:
         read_until(b"(q = quit, Ctrl-C = stop")
         read_until(b"your answer> ")
-        os.write(master, b"G sets the baseline noise and the dead-group rate\r")
+        os.write(master, b"G sets the baseline noise and the zero-variance rate\r")
         read_until(b"points hit")
         os.write(master, b"1 2\r")
         read_until(b"answer> ", timeout=60)  # the numeric follow-up
@@ -417,5 +417,5 @@ def test_interactive_drill_on_a_pty_stops_cleanly_on_sigint(tmp_path):
 
 
 def test_step_numeric_flag():
-    assert Step("c", "quiz:zero_gradient").numeric and Step("c", "exercise:x").numeric
+    assert Step("c", "quiz:zero_variance").numeric and Step("c", "exercise:x").numeric
     assert not Step("c", "card1-open").numeric

@@ -54,7 +54,7 @@ def test_conceptual_choices_hold_the_answer_and_letters_are_lenient():
 
 # Independent values for the numeric exercises (exact fractions, explicit reward vectors).
 NUMERIC_TRUTH = {
-    "zero-gradient-p03-g4": float(Fraction(3, 10) ** 4 + Fraction(7, 10) ** 4),
+    "zero-variance-p03-g4": float(Fraction(3, 10) ** 4 + Fraction(7, 10) ** 4),
     "binary-advantage-g4-k1": 0.75 / (statistics.stdev([1, 0, 0, 0]) + 1e-4),
     "bernoulli-max-variance": max(statistics.pvariance([1] * k + [0] * (100 - k))
                                   for k in range(101)),
@@ -77,8 +77,8 @@ def test_numeric_answers_match_independent_values(ex_id, truth):
 
 
 def test_numeric_accepts_percent_and_names_the_all_fail_mistake():
-    assert check("zero-gradient-p03-g4", "24.82%").correct
-    res = check("zero-gradient-p03-g4", 0.7 ** 4)
+    assert check("zero-variance-p03-g4", "24.82%").correct
+    res = check("zero-variance-p03-g4", 0.7 ** 4)
     assert not res.correct and "all-fail" in res.message
 
 
@@ -100,7 +100,7 @@ def my_rloo(rewards, G):
     return np.array(out)
 
 
-def my_dead(rewards, G):
+def my_zero_variance(rewards, G):
     return np.array([max(rewards[i:i + G]) - min(rewards[i:i + G]) <= 1e-6
                      for i in range(0, len(rewards), G)])
 
@@ -108,8 +108,8 @@ def my_dead(rewards, G):
 def test_code_exercises_accept_independent_implementations():
     assert check("implement-group-advantages", my_advantages).correct
     assert check("implement-leave-one-out", my_rloo).correct
-    assert check("implement-zero-variance-mask", my_dead).correct
-    assert check("implement-zero-gradient-probability", lambda p, G: p ** G + (1 - p) ** G)
+    assert check("implement-zero-variance-mask", my_zero_variance).correct
+    assert check("implement-zero-variance-probability", lambda p, G: p ** G + (1 - p) ** G)
 
 
 def test_code_checker_names_common_mistakes():
@@ -150,7 +150,7 @@ def test_code_checker_is_not_fooled_by_input_mutation():
 
 def test_derivations_accept_independent_closed_forms():
     assert check("derive-baseline-variance", lambda s2, G: s2 * G / G ** 2).correct
-    assert check("derive-uniform-zero-gradient", lambda G: 1 / (G + 1) + 1 / (G + 1)).correct
+    assert check("derive-uniform-zero-variance", lambda G: 1 / (G + 1) + 1 / (G + 1)).correct
     assert check("derive-min-group-any-success",
                  lambda p, t: next(G for G in range(1, 10_000)
                                    if 1 - (1 - p) ** G >= t)).correct
@@ -162,10 +162,10 @@ def test_get_and_list_errors_and_solution():
         get("no-such-exercise")
     with pytest.raises(ValueError, match="kind"):
         list_exercises("essay")
-    assert "0.2482" in solution("zero-gradient-p03-g4")
+    assert "0.2482" in solution("zero-variance-p03-g4")
     assert "RIGHT" in str(check("bernoulli-max-variance", 0.25))
     assert "Right" in check("bernoulli-max-variance", 0.25)._repr_markdown_()
-    assert exercises.list_exercises(topic="zero-gradient")
+    assert exercises.list_exercises(topic="zero-variance")
 
 
 def test_workbook_page_is_generated_from_the_registry():
@@ -234,11 +234,11 @@ def test_claim_audit_reads_lab_results_when_present(tmp_path, monkeypatch):
     page = root / "book" / "interview" / "03-claim-audit.md"
     (fake / "book" / "interview" / page.name).write_text(page.read_text(encoding="utf-8"))
     runs = [{"G": G, "seed": s, "regime": "fixed-budget", "initial_accuracy": 0.2,
-             "final_accuracy": 0.3 + 0.01 * G + 0.001 * s, "zero_gradient_observed": 0.5,
+             "final_accuracy": 0.3 + 0.01 * G + 0.001 * s, "zero_variance_observed": 0.5,
              # sampled pass@1 (the primary metric): per-seed slopes on log2 G of 0.030
              # and 0.036, so the declared trend test reports their mean, 0.033
              "final_sampled_accuracy": 0.25 + (0.01 + 0.002 * s) * G,
-             "zero_gradient_predicted": 0.45,
+             "zero_variance_predicted": 0.45,
              "completions": 1000} for G in (2, 8) for s in (0, 1)]
     (fake / "labs" / "results" / "fake-preset").mkdir(parents=True)
     (fake / "labs" / "results" / "fake-preset" / "summary.json").write_text(

@@ -7,7 +7,7 @@ runs all cells from the Run menu, moves an ipywidgets slider and checks that the
 changed:
 
 - ``labs/02_smollm2_pass_rates.ipynb`` (reads committed results; its G slider reprints the
-  dead-group fractions);
+  zero-variance fractions);
 - ``labs/04_playground.ipynb`` (the playground; a slider retrains ``grpolab.toy`` and the
   readout and figure change).
 
@@ -152,7 +152,7 @@ def test_lab_notebook_slider_reprints_dead_groups(lab, browser):
     base, token = lab
     context, page, blocked = _open_and_run_all(browser, base, token, NOTEBOOKS[0])
     try:
-        out = page.locator(".jp-OutputArea-output", has_text="dead groups").first
+        out = page.locator(".jp-OutputArea-output", has_text="zero-variance groups").first
         out.wait_for(state="attached", timeout=60_000)
         out.scroll_into_view_if_needed()
         before = out.inner_text()
@@ -161,9 +161,9 @@ def test_lab_notebook_slider_reprints_dead_groups(lab, browser):
         _drag(page, slider.locator(".noUi-handle").first, 60)
         page.wait_for_function(
             "() => [...document.querySelectorAll('.jp-OutputArea-output')]"
-            ".some(e => /G = (?!8:)\\d+: dead groups/.test(e.innerText))", timeout=30_000)
+            ".some(e => /G = (?!8:)\\d+: zero-variance groups/.test(e.innerText))", timeout=30_000)
         assert out.inner_text() != before or page.locator(
-            ".jp-OutputArea-output", has_text="dead groups").first.inner_text() != before
+            ".jp-OutputArea-output", has_text="zero-variance groups").first.inner_text() != before
         assert blocked == [], f"non-local requests: {blocked}"
     finally:
         context.close()

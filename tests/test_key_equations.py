@@ -67,18 +67,18 @@ FORMULA_AS_CODE = {
     "optimal_group_size": ((0.2, 7.2), lambda c1, c3: math.sqrt(c3 / c1)),
     "all_fail_probability": ((0.3, 5), lambda p, G: (1 - p) ** G),
     "all_pass_probability": ((0.3, 5), lambda p, G: p**G),
-    "zero_gradient_probability": ((0.3, 5), lambda p, G: p**G + (1 - p) ** G),
+    "zero_variance_probability": ((0.3, 5), lambda p, G: p**G + (1 - p) ** G),
     "informative_probability": ((0.3, 5), lambda p, G: 1 - p**G - (1 - p) ** G),
     "any_success_probability": ((0.3, 5), lambda p, G: 1 - (1 - p) ** G),
     "expected_informative_prompts": ((0.3, 5, 40), lambda p, G, B: B * (1 - p**G - (1 - p)**G)),
     "bernoulli_variance": ((0.3,), lambda p: p * (1 - p)),
     "beta_all_pass_probability": ((6, 2.0, 3.0), lambda G, a, b: _beta(a + G, b) / _beta(a, b)),
     "beta_all_fail_probability": ((6, 2.0, 3.0), lambda G, a, b: _beta(a, b + G) / _beta(a, b)),
-    "beta_zero_gradient_probability": (
+    "beta_zero_variance_probability": (
         (6, 2.0, 3.0), lambda G, a, b: (_beta(a + G, b) + _beta(a, b + G)) / _beta(a, b)),
-    "empirical_zero_gradient_probability": (
+    "empirical_zero_variance_probability": (
         ([0.1, 0.5, 0.9], 4), lambda ps, G: sum(p**G + (1 - p) ** G for p in ps) / len(ps)),
-    "unbiased_zero_gradient_estimate": (
+    "unbiased_zero_variance_estimate": (
         (7, 20, 4),
         lambda k, n, G: (math.comb(k, G) + math.comb(n - k, G)) / math.comb(n, G)),
     "sampling_cost": ((8, 4, 100, 300),
@@ -121,7 +121,7 @@ def test_formula_computes_what_the_function_computes(name):
 
 def test_uniform_case_of_the_beta_formula_is_2_over_g_plus_1():
     for G in (1, 4, 16, 64):
-        assert theory.beta_zero_gradient_probability(G, 1.0, 1.0) == pytest.approx(2 / (G + 1))
+        assert theory.beta_zero_variance_probability(G, 1.0, 1.0) == pytest.approx(2 / (G + 1))
 
 
 def test_ddof_relation_matches_binary_advantages():

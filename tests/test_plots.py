@@ -27,11 +27,11 @@ def _lines(fig):
     return {ln.get_label(): (ln.get_xdata(), ln.get_ydata()) for ln in fig.axes[0].lines}
 
 
-def test_zero_gradient_heatmap_holds_the_closed_form():
+def test_zero_variance_heatmap_holds_the_closed_form():
     ps, Gs = np.linspace(0.05, 0.95, 19), [2, 4, 16]
-    fig = figures.zero_gradient_heatmap(ps, Gs)
+    fig = figures.zero_variance_heatmap(ps, Gs)
     img = fig.axes[0].images[0].get_array()
-    np.testing.assert_allclose(img, theory.zero_gradient_probability(ps[:, None],
+    np.testing.assert_allclose(img, theory.zero_variance_probability(ps[:, None],
                                                                      np.array(Gs)[None, :]))
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["2", "4", "16"]
 
@@ -75,9 +75,9 @@ def test_beta_prior_figure_lines_equal_theory():
     lines = _lines(fig)
     np.testing.assert_allclose(lines["p ~ Beta(1, 1)"][1], 2 / (np.array(Gs) + 1))
     np.testing.assert_allclose(lines["p ~ Beta(2, 5)"][1],
-                               theory.beta_zero_gradient_probability(np.array(Gs), 2, 5))
+                               theory.beta_zero_variance_probability(np.array(Gs), 2, 5))
     np.testing.assert_allclose(lines["L"][1],
-                               theory.empirical_zero_gradient_probability(rates, np.array(Gs)))
+                               theory.empirical_zero_variance_probability(rates, np.array(Gs)))
 
 
 def test_cost_figure_lines_equal_sampling_cost():

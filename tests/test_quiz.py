@@ -33,7 +33,7 @@ from grpolab.drill.quiz import (
 )
 
 
-def _enumerated_zero_gradient(p: float, G: int) -> float:
+def _enumerated_zero_variance(p: float, G: int) -> float:
     """Sum the probabilities of all 2^G reward vectors that are constant (G <= 16)."""
     p = Fraction(p)
     total = Fraction(0)
@@ -52,8 +52,8 @@ def _exact_informative(p: float, G: int) -> Fraction:
 def independent_answer(q: Question) -> float:
     """The answer to ``q`` computed without grpolab.theory."""
     a = q.params
-    if q.kind == "zero_gradient":
-        return _enumerated_zero_gradient(a["p"], a["G"])
+    if q.kind == "zero_variance":
+        return _enumerated_zero_variance(a["p"], a["G"])
     if q.kind == "any_success":
         return float(1 - (1 - Fraction(a["p"])) ** a["G"])
     if q.kind == "min_group_for_success":

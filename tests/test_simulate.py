@@ -10,15 +10,15 @@ from grpolab import theory as T
 
 
 @pytest.mark.parametrize("p, G", [(0.1, 4), (0.1, 16), (0.5, 2), (0.9, 8), (0.02, 64)])
-def test_zero_gradient_frequency(p, G):
-    est = S.zero_gradient_mc(p, G, n_groups=400_000, seed=1)
-    assert est.agrees_with(T.zero_gradient_probability(p, G))
+def test_zero_variance_frequency(p, G):
+    est = S.zero_variance_mc(p, G, n_groups=400_000, seed=1)
+    assert est.agrees_with(T.zero_variance_probability(p, G))
 
 
-def test_zero_gradient_beta_prior():
+def test_zero_variance_beta_prior():
     for a, b, G in [(1, 1, 8), (0.5, 2.0, 16)]:
-        est = S.zero_gradient_beta_mc(G, a, b, n_groups=400_000, seed=2)
-        assert est.agrees_with(T.beta_zero_gradient_probability(G, a, b))
+        est = S.zero_variance_beta_mc(G, a, b, n_groups=400_000, seed=2)
+        assert est.agrees_with(T.beta_zero_variance_probability(G, a, b))
 
 
 @pytest.mark.parametrize("G", [2, 4, 16, 64])
@@ -56,28 +56,28 @@ def test_group_std_values_match_the_binary_formula():
 
 def test_seeded():
     # speed is measured by benchmarks/bench_theory.py (groups/s), not asserted here
-    assert S.zero_gradient_mc(0.3, 8, seed=9) == S.zero_gradient_mc(0.3, 8, seed=9)
-    assert S.zero_gradient_mc(0.3, 8, seed=9) != S.zero_gradient_mc(0.3, 8, seed=10)
-    assert S.zero_gradient_mc(0.3, 8, seed=np.random.SeedSequence(9)).n == 1_000_000
+    assert S.zero_variance_mc(0.3, 8, seed=9) == S.zero_variance_mc(0.3, 8, seed=9)
+    assert S.zero_variance_mc(0.3, 8, seed=9) != S.zero_variance_mc(0.3, 8, seed=10)
+    assert S.zero_variance_mc(0.3, 8, seed=np.random.SeedSequence(9)).n == 1_000_000
 
 
 def test_mc_estimate_can_disagree():
-    est = S.zero_gradient_mc(0.1, 4, n_groups=100_000, seed=0)
+    est = S.zero_variance_mc(0.1, 4, n_groups=100_000, seed=0)
     assert not est.agrees_with(0.5)
 
 
 # ---- bad input (issue 15, item 2) -----------------------------------------------------
 @pytest.mark.parametrize("call, match", [
-    (lambda: S.zero_gradient_mc(0.3, 1e20), "^G must be an integer"),
-    (lambda: S.zero_gradient_mc(0.3, float("inf")), "^G must be an integer"),
-    (lambda: S.zero_gradient_mc([0.1, 0.2], 4), "^p must be a single probability"),
-    (lambda: S.zero_gradient_mc("0.3", 4), "^p must be a probability"),
-    (lambda: S.zero_gradient_mc(0.3, 4, n_groups=float("nan")), "^n_groups must be an integer"),
-    (lambda: S.zero_gradient_mc(0.3, 4, n_groups=10**9), "^n_groups must be an integer"),
-    (lambda: S.zero_gradient_mc(0.3, 4, seed=-1), "^seed must be an integer >= 0"),
-    (lambda: S.zero_gradient_mc(0.3, 4, seed="x"), "^seed must be an integer"),
-    (lambda: S.zero_gradient_beta_mc(4, 0.0, 1.0), "^a must be a finite number"),
-    (lambda: S.zero_gradient_beta_mc(4, 1.0, float("nan")), "^b must be a finite number"),
+    (lambda: S.zero_variance_mc(0.3, 1e20), "^G must be an integer"),
+    (lambda: S.zero_variance_mc(0.3, float("inf")), "^G must be an integer"),
+    (lambda: S.zero_variance_mc([0.1, 0.2], 4), "^p must be a single probability"),
+    (lambda: S.zero_variance_mc("0.3", 4), "^p must be a probability"),
+    (lambda: S.zero_variance_mc(0.3, 4, n_groups=float("nan")), "^n_groups must be an integer"),
+    (lambda: S.zero_variance_mc(0.3, 4, n_groups=10**9), "^n_groups must be an integer"),
+    (lambda: S.zero_variance_mc(0.3, 4, seed=-1), "^seed must be an integer >= 0"),
+    (lambda: S.zero_variance_mc(0.3, 4, seed="x"), "^seed must be an integer"),
+    (lambda: S.zero_variance_beta_mc(4, 0.0, 1.0), "^a must be a finite number"),
+    (lambda: S.zero_variance_beta_mc(4, 1.0, float("nan")), "^b must be a finite number"),
     (lambda: S.baseline_variance_mc(4, reward="gaussian", sigma=float("inf")), "^sigma must be"),
     (lambda: S.baseline_variance_mc(4, reward="poisson"), "^reward must be one of"),
     (lambda: S.baseline_variance_mc(10**5, reward="gaussian", n_groups=10**4),

@@ -103,7 +103,7 @@ def test_summarize_matches_theory():
     assert s["histogram"]["prompts"][0] == 2 and sum(s["histogram"]["prompts"]) == 6
     i4 = s["curve"]["G"].index(4)
     assert s["curve"]["plug_in"][i4] == pytest.approx(
-        theory.empirical_zero_gradient_probability(p, 4))
+        theory.empirical_zero_variance_probability(p, 4))
     assert s["curve"]["unbiased"][s["curve"]["G"].index(64)] is None  # G > n
     assert s["by_difficulty"]["2"]["pass_rate_mean"] == pytest.approx((3 + 8) / 32)
     # held-out check by hand for G = 2: disjoint pairs of the second half
@@ -114,7 +114,7 @@ def test_summarize_matches_theory():
     assert c2["observed"] == pytest.approx(obs) and c2["groups"] == 24
     k1 = R[:, :8].sum(1)
     assert c2["predicted_unbiased"] == pytest.approx(
-        np.mean(theory.unbiased_zero_gradient_estimate(k1, np.full(6, 8), 2)))
+        np.mean(theory.unbiased_zero_variance_estimate(k1, np.full(6, 8), 2)))
 
 
 def test_summarize_held_out_check_is_calibrated():
@@ -199,7 +199,7 @@ def test_pass_rate_run_resumes(tmp_path):
     strip = [{k: v for k, v in r.items() if k != "seconds"} for r in resumed["records"]]
     assert strip == [{k: v for k, v in r.items() if k != "seconds"} for r in full["records"]]
     assert os.path.isfile(tmp_path / "b" / "pass_rates.png")
-    assert os.path.isfile(tmp_path / "b" / "zero_gradient.svg")
+    assert os.path.isfile(tmp_path / "b" / "zero_variance.svg")
     other = PassRateConfig(model="tiny-test", prompts_per_level=1, samples=4, max_new_tokens=4,
                            check_Gs=(2,))
     with pytest.raises(ValueError, match="different configuration"):

@@ -55,14 +55,14 @@ def test_killed_sweep_resumes_without_redoing_finished_runs(tmp_path, monkeypatc
         assert os.stat(os.path.join(p, "summary.json")).st_mtime_ns == stamps[p]
         assert json.load(open(os.path.join(p, "summary.json"))) == before[p]
     assert summary["runs_finished"] == summary["runs_planned"] == 4
-    for key in ("G", "seed", "initial_accuracy", "final_accuracy", "zero_gradient_observed",
-                "zero_gradient_predicted", "completions", "seconds"):
+    for key in ("G", "seed", "initial_accuracy", "final_accuracy", "zero_variance_observed",
+                "zero_variance_predicted", "completions", "seconds"):
         assert all(key in r for r in summary["runs"])
-    assert summary["zero_gradient_mean_abs_gap"] is not None
+    assert summary["zero_variance_mean_abs_gap"] is not None
     meta = json.load(open(tmp_path / "sweep.json"))
     for key in ("preset", "grpolab_version", "git_commit", "device"):
         assert key in meta
-    for name in ("accuracy", "zero_gradient", "gradient_noise"):
+    for name in ("accuracy", "zero_variance", "gradient_noise"):
         for ext in ("png", "svg"):
             assert (tmp_path / "plots" / f"{name}.{ext}").stat().st_size > 1000
     header = (tmp_path / "curves.csv").read_text().splitlines()[0].split(",")
@@ -74,7 +74,7 @@ def test_killed_sweep_resumes_without_redoing_finished_runs(tmp_path, monkeypatc
     run_sweep(one, again, progress=False, plots=False, log=lambda *_: None)
     a = json.load(open(tmp_path / "runs" / "mixed" / "G2-seed0" / "summary.json"))
     b = json.load(open(again / "runs" / "mixed" / "G2-seed0" / "summary.json"))
-    for key in ("final_accuracy", "zero_gradient_observed", "zero_gradient_predicted"):
+    for key in ("final_accuracy", "zero_variance_observed", "zero_variance_predicted"):
         assert a[key] == b[key], key
 
 

@@ -21,9 +21,9 @@ sizes = st.integers(1, 10_000)
 def test_card_numbers_all_fail_at_p_0_1():
     assert T.all_fail_probability(0.1, 4) == pytest.approx(0.9**4) == pytest.approx(0.6561)
     assert round(T.all_fail_probability(0.1, 16), 4) == 0.1853
-    # the zero-gradient probability adds the (tiny) all-pass term p^G
-    assert T.zero_gradient_probability(0.1, 4) == pytest.approx(0.6561 + 0.0001)
-    assert round(T.zero_gradient_probability(0.1, 16), 4) == 0.1853
+    # the zero-variance probability adds the (tiny) all-pass term p^G
+    assert T.zero_variance_probability(0.1, 4) == pytest.approx(0.6561 + 0.0001)
+    assert round(T.zero_variance_probability(0.1, 16), 4) == 0.1853
 
 
 def test_card_numbers_baseline_variance():
@@ -75,20 +75,20 @@ def test_beta_prior_matches_numerical_integration():
 
         num, _ = integrate.quad(integrand, 0, 1, limit=200)
         den = math.gamma(a) * math.gamma(b) / math.gamma(a + b)
-        assert T.beta_zero_gradient_probability(G, a, b) == pytest.approx(num / den, rel=1e-6)
+        assert T.beta_zero_variance_probability(G, a, b) == pytest.approx(num / den, rel=1e-6)
 
 
 def test_uniform_prior_closed_form():
     # Beta(1, 1): E[p^G] = 1/(G+1), so P(zero gradient) = 2/(G+1)
     G = np.arange(1, 50)
-    assert np.allclose(T.beta_zero_gradient_probability(G, 1, 1), 2 / (G + 1))
+    assert np.allclose(T.beta_zero_variance_probability(G, 1, 1), 2 / (G + 1))
 
 
 def test_empirical_average_is_a_mean_over_prompts():
     ps = [0.0, 0.2, 0.5, 1.0]
     expected = np.mean([p**8 + (1 - p) ** 8 for p in ps])
-    assert T.empirical_zero_gradient_probability(ps, 8) == pytest.approx(expected)
-    assert T.empirical_zero_gradient_probability(ps, [4, 8]).shape == (2,)
+    assert T.empirical_zero_variance_probability(ps, 8) == pytest.approx(expected)
+    assert T.empirical_zero_variance_probability(ps, [4, 8]).shape == (2,)
 
 
 def test_unbiased_estimate_is_unbiased():
@@ -97,15 +97,15 @@ def test_unbiased_estimate_is_unbiased():
 
     for p, n, G in [(0.3, 16, 8), (0.05, 32, 16), (0.9, 10, 10)]:
         k = np.arange(n + 1)
-        est = T.unbiased_zero_gradient_estimate(k, n, G)
-        assert np.sum(binom.pmf(k, n, p) * est) == pytest.approx(T.zero_gradient_probability(p, G))
+        est = T.unbiased_zero_variance_estimate(k, n, G)
+        assert np.sum(binom.pmf(k, n, p) * est) == pytest.approx(T.zero_variance_probability(p, G))
 
 
 def test_informative_prompts_and_dynamic_sampling():
-    q = 1 - T.zero_gradient_probability(0.1, 8)
+    q = 1 - T.zero_variance_probability(0.1, 8)
     assert T.expected_informative_prompts(0.1, 8, 64) == pytest.approx(64 * q)
     assert T.expected_informative_prompts([0.1, 0.5], 8, None) == pytest.approx(
-        2 - T.zero_gradient_probability(0.1, 8) - T.zero_gradient_probability(0.5, 8))
+        2 - T.zero_variance_probability(0.1, 8) - T.zero_variance_probability(0.5, 8))
     assert T.dynamic_sampling_expected_groups(0.1, 8, 512) == pytest.approx(512 / q)
     assert T.dynamic_sampling_expected_completions(0.1, 8, 512) == pytest.approx(8 * 512 / q)
     assert T.dynamic_sampling_expected_groups(0.0, 8, 10) == math.inf
@@ -135,19 +135,19 @@ def test_identical_group_probability():
 @settings(max_examples=200, deadline=None)
 @given(p=probs, G=sizes)
 def test_probabilities_are_probabilities(p, G):
-    for f in (T.zero_gradient_probability, T.any_success_probability, T.informative_probability,
+    for f in (T.zero_variance_probability, T.any_success_probability, T.informative_probability,
               T.all_fail_probability, T.all_pass_probability):
         v = f(p, G)
         assert 0.0 <= v <= 1.0 and not math.isnan(v)
-    assert T.zero_gradient_probability(p, G) + T.informative_probability(p, G) == pytest.approx(1.0)
+    assert T.zero_variance_probability(p, G) + T.informative_probability(p, G) == pytest.approx(1.0)
 
 
 @settings(max_examples=200, deadline=None)
 @given(p=probs, G=st.integers(1, 5000))
 def test_symmetry_and_monotonicity(p, G):
-    assert T.zero_gradient_probability(p, G) == pytest.approx(T.zero_gradient_probability(1 - p, G),
+    assert T.zero_variance_probability(p, G) == pytest.approx(T.zero_variance_probability(1 - p, G),
                                                                rel=1e-9, abs=1e-300)
-    assert T.zero_gradient_probability(p, G + 1) <= T.zero_gradient_probability(p, G) + 1e-15
+    assert T.zero_variance_probability(p, G + 1) <= T.zero_variance_probability(p, G) + 1e-15
     assert T.any_success_probability(p, G + 1) >= T.any_success_probability(p, G) - 1e-15
     assert T.baseline_variance(1.0, G + 1) < T.baseline_variance(1.0, G)
 
@@ -155,9 +155,9 @@ def test_symmetry_and_monotonicity(p, G):
 @settings(max_examples=100, deadline=None)
 @given(p=probs)
 def test_limits_and_bernoulli_bound(p):
-    assert T.zero_gradient_probability(p, 1) == pytest.approx(1.0)
+    assert T.zero_variance_probability(p, 1) == pytest.approx(1.0)
     assert T.bernoulli_variance(p) <= T.BERNOULLI_VARIANCE_MAX
-    assert T.zero_gradient_probability(p, 10_000) <= 1.0
+    assert T.zero_variance_probability(p, 10_000) <= 1.0
     if 0.0 < p < 1.0:
         # the informative part is computed directly, so it stays > 0 even when
         # p^G + (1-p)^G rounds to 1 in float
@@ -168,9 +168,9 @@ def test_stable_near_zero_and_one_for_large_G():
     # 1 - (1 - 1e-12)^10000 = 1e-8 to 8 digits: naive 1 - (1-p)**G loses it to cancellation
     assert T.any_success_probability(1e-12, 10_000) == pytest.approx(1e-8, rel=1e-6)
     assert T.informative_probability(1 - 1e-12, 10_000) == pytest.approx(1e-8, rel=1e-6)
-    grid = T.zero_gradient_probability(np.linspace(0, 1, 1001)[:, None], np.arange(1, 10_001)[None])
+    grid = T.zero_variance_probability(np.linspace(0, 1, 1001)[:, None], np.arange(1, 10_001)[None])
     assert grid.shape == (1001, 10_000) and np.isfinite(grid).all()
-    assert T.zero_gradient_probability(0.5, 10_000) == 0.0  # underflows to 0, not NaN
+    assert T.zero_variance_probability(0.5, 10_000) == 0.0  # underflows to 0, not NaN
 
 
 # ---- bad input (issue 15, item 2; tests/test_api_properties.py covers the whole API) ----
@@ -183,19 +183,19 @@ INF, NAN = float("inf"), float("nan")
 def test_bad_group_size_names_G(G):
     # 1e20 and 2**63 used to wrap in the int64 cast and give inf "probabilities"
     with pytest.raises(ValueError, match="G must be an integer"):
-        T.zero_gradient_probability(0.5, G)
+        T.zero_variance_probability(0.5, G)
 
 
 def test_group_size_domain_edge_is_accurate():
     G = T.MAX_GROUP_SIZE
     assert T.any_success_probability(1e-9, G) == pytest.approx(-math.expm1(G * -1e-9), rel=1e-9)
-    assert T.zero_gradient_probability(0.5, [1, G]).tolist() == [1.0, 0.0]
+    assert T.zero_variance_probability(0.5, [1, G]).tolist() == [1.0, 0.0]
 
 
 @pytest.mark.parametrize("p", [-0.1, 1.5, NAN, INF, -INF, 1e308])
 def test_bad_probability_names_p(p):
     with pytest.raises(ValueError, match="p must be a probability"):
-        T.zero_gradient_probability(p, 4)
+        T.zero_variance_probability(p, 4)
 
 
 @pytest.mark.parametrize("p", ["0.1", ["0.1"], None, [None], True, 1 + 0j, [[0.1], [0.2, 0.3]]])
@@ -234,7 +234,7 @@ def test_binary_advantages_other_arguments():
 def test_bad_beta_and_budget_inputs():
     for a in (0, -1, NAN, INF, 1e-320):  # a denormal a made betaln inf and the moment NaN
         with pytest.raises(ValueError, match="^a must be a number in"):
-            T.beta_zero_gradient_probability(4, a, 1)
+            T.beta_zero_variance_probability(4, a, 1)
     with pytest.raises(ValueError, match="^b must be"):
         T.beta_all_fail_probability(4, 1, INF)
     with pytest.raises(ValueError, match="reward_variance"):
@@ -249,18 +249,18 @@ def test_bad_beta_and_budget_inputs():
 
 def test_probabilities_stay_in_unit_interval_after_rounding():
     p = np.linspace(0, 1, 10_001)
-    assert np.asarray(T.zero_gradient_probability(p, 1)).max() <= 1.0  # p + (1 − p) > 1 by 1 ulp
-    assert np.asarray(T.beta_zero_gradient_probability(1, p[1:], 0.5)).max() <= 1.0
+    assert np.asarray(T.zero_variance_probability(p, 1)).max() <= 1.0  # p + (1 − p) > 1 by 1 ulp
+    assert np.asarray(T.beta_zero_variance_probability(1, p[1:], 0.5)).max() <= 1.0
 
 
 def test_unbiased_estimate_accurate_for_huge_trials():
     # a difference of gammaln values gave 1.002 here; the exact value is 1 − 2.6e-11
-    assert T.unbiased_zero_gradient_estimate(3, 459_828_124_116, 4) == pytest.approx(
+    assert T.unbiased_zero_variance_estimate(3, 459_828_124_116, 4) == pytest.approx(
         1 - 2.60967e-11, abs=1e-13)
     with pytest.raises(ValueError, match="^successes"):
-        T.unbiased_zero_gradient_estimate(2.5, 16, 4)
+        T.unbiased_zero_variance_estimate(2.5, 16, 4)
     with pytest.raises(ValueError, match="^trials must be >= G"):
-        T.unbiased_zero_gradient_estimate(1, 3, 4)
+        T.unbiased_zero_variance_estimate(1, 3, 4)
 
 
 def test_overflowing_results_are_refused_not_inf():

@@ -125,7 +125,7 @@ def test_run_starts_at_the_dataset_and_learns(ds):
     assert np.allclose(r.pass_rate[:, 0], ds.pass_rates.mean())
     assert (r.pass_rate[:, -1] > r.pass_rate[:, 0] + 0.1).all()
     assert np.array_equal(r.completions[:, -1], np.full(20, 100 * 64))
-    assert r.pass_rate.shape == (20, 101) and r.dead_observed.shape == (20, 100)
+    assert r.pass_rate.shape == (20, 101) and r.zero_variance_observed.shape == (20, 100)
 
 
 def test_advantages_match_group_advantages_per_seed():
@@ -197,7 +197,7 @@ def test_difficulty_filter_trains_only_the_kept_prompts(ds):
 def test_low_temperature_polarises_pass_rates_and_kills_groups(ds):
     hot = toy.train(ds, toy.ToyConfig(steps=5), range(50))
     cold = toy.train(ds, toy.ToyConfig(steps=5, temperature=0.3), range(50))
-    assert cold.dead_observed[:, 0].mean() > hot.dead_observed[:, 0].mean() + 0.1
+    assert cold.zero_variance_observed[:, 0].mean() > hot.zero_variance_observed[:, 0].mean() + 0.1
 
 
 # ----------------------------------------------------------------------------------------
@@ -211,12 +211,13 @@ def test_dead_fraction_agrees_with_p_to_the_G(ds, G):
     the observed fraction, so the differences are martingale increments (uncorrelated).
     """
     r = toy.train(ds, toy.ToyConfig(num_generations=G, steps=100), range(100))
-    diff = (r.dead_observed - r.dead_predicted).ravel()
+    diff = (r.zero_variance_observed - r.zero_variance_predicted).ravel()
     se = diff.std(ddof=1) / np.sqrt(diff.size)
     assert abs(diff.mean()) < 4 * se + 1e-12, (diff.mean(), se)
     # and at the start it is the dataset average of the closed form
-    start = float(np.mean(theory.empirical_zero_gradient_probability(ds.pass_rates, G)))
-    assert abs(r.dead_observed[:, 0].mean() - start) < 4 * r.dead_observed[:, 0].std() / 10
+    start = float(np.mean(theory.empirical_zero_variance_probability(ds.pass_rates, G)))
+    obs0 = r.zero_variance_observed[:, 0]
+    assert abs(obs0.mean() - start) < 4 * obs0.std() / 10
 
 
 def test_t_critical_matches_scipy():

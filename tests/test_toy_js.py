@@ -1,6 +1,6 @@
 """The page's JavaScript port of grpolab.toy gives the Python's numbers (run under Node).
 
-Same seed, same config: the discrete outcomes (completions, dead-group fractions) are
+Same seed, same config: the discrete outcomes (completions, zero-variance fractions) are
 identical and every float agrees to 1e-12 (the two differ only in the last bits of
 libm's exp/log and of numpy's pairwise sums). Node is Debian's ``nodejs``; the test is
 skipped without it unless CI=true, where ``.ci/setup`` installs it.
@@ -33,7 +33,7 @@ for (const job of spec.jobs) {
   const r = toy.train(ds, toy.config(job.config), job.seeds);
   const o = {pass_rates: ds.passRates, buckets: ds.buckets,
              g_star: toy.fitGStar(ds, toy.config(job.config))};
-  for (const k of ['pass_rate', 'completions', 'dead_observed', 'dead_predicted',
+  for (const k of ['pass_rate', 'completions', 'zero_variance_observed', 'zero_variance_predicted',
                    'bucket_pass_rate', 'theta'])
     o[k] = Array.from(r[k], v => Number.isNaN(v) ? null : v);
   out.push(o);
@@ -60,7 +60,8 @@ CONFIGS = [
     {"num_generations": 16, "mode": "prompts", "prompts_per_step": 3, "loss_type": "dr_grpo",
      "wrong_length": 0.5, "transfer": 0.0},
 ]
-KEYS = ["pass_rate", "completions", "dead_observed", "dead_predicted", "bucket_pass_rate", "theta"]
+KEYS = ["pass_rate", "completions", "zero_variance_observed", "zero_variance_predicted",
+        "bucket_pass_rate", "theta"]
 
 
 def _node() -> str:
@@ -106,7 +107,7 @@ def test_training_curves_match_python(js):
             b = np.array([np.nan if v is None else v for v in got[key]], dtype=float)
             assert a.shape == b.shape, key
             assert np.array_equal(np.isnan(a), np.isnan(b)), key
-            if key in ("completions", "dead_observed"):  # the discrete outcomes: identical
+            if key in ("completions", "zero_variance_observed"):  # the discrete outcomes: identical
                 assert np.array_equal(a, b), (job["config"], key)
             else:
                 assert np.allclose(a, b, rtol=0, atol=1e-12, equal_nan=True), (

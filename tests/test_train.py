@@ -56,17 +56,17 @@ def test_log_and_summary_have_the_metrics(smoke):
     assert lines[0]["step"] == 0 and "eval_greedy_accuracy" in lines[0]
     steps = lines[1:]
     assert [r["step"] for r in steps] == list(range(1, cfg.steps + 1))
-    for key in ("reward_mean", "zero_gradient_observed", "zero_gradient_predicted",
-                "zero_gradient_predicted_plugin", "grad_norm", "kl", "entropy", "completions",
+    for key in ("reward_mean", "zero_variance_observed", "zero_variance_predicted",
+                "zero_variance_predicted_plugin", "grad_norm", "kl", "entropy", "completions",
                 "tokens", "seconds", "loss", "clip_ratio"):
         assert all(np.isfinite(r[key]) for r in steps), key
     assert steps[-1]["completions"] == cfg.steps * 64
     assert "eval_greedy_accuracy_by_difficulty" in steps[19]
-    for key in ("G", "seed", "initial_accuracy", "final_accuracy", "zero_gradient_observed",
-                "zero_gradient_predicted", "completions", "seconds", "grpolab_version",
+    for key in ("G", "seed", "initial_accuracy", "final_accuracy", "zero_variance_observed",
+                "zero_variance_predicted", "completions", "seconds", "grpolab_version",
                 "git_commit", "device", "config"):
         assert key in summary, key
-    assert 0 <= summary["zero_gradient_abs_gap"] <= 1
+    assert 0 <= summary["zero_variance_abs_gap"] <= 1
 
 
 def test_pass_rate_window_predicts_with_the_unbiased_estimate():

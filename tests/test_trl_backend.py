@@ -323,12 +323,12 @@ def test_tiny_trl_sweep_runs(tiny_path, tmp_path):
         lines = [json.loads(x) for x in open(tmp_path / f"G{g}" / "log.jsonl")]
         assert [r["step"] for r in lines] == [0, 1, 2, 3]
         for r in lines[1:]:
-            assert 0.0 <= r["zero_gradient_observed"] <= 1.0
-            assert 0.0 <= r["zero_gradient_predicted"] <= 1.0
+            assert 0.0 <= r["zero_variance_observed"] <= 1.0
+            assert 0.0 <= r["zero_variance_predicted"] <= 1.0
             assert r["completions"] == r["step"] * 8
             assert 0 < r["tokens"] <= r["completions"] * cfg.max_completion_length
             # our observed fraction and TRL's frac_reward_zero_std count the same groups
-            assert r["zero_gradient_observed"] == pytest.approx(r["trl_frac_reward_zero_std"])
+            assert r["zero_variance_observed"] == pytest.approx(r["trl_frac_reward_zero_std"])
             assert np.isfinite(r["loss"]) and np.isfinite(r["grad_norm"])
         assert "eval_greedy_accuracy" in lines[-1]
         assert os.path.isfile(tmp_path / f"G{g}" / "summary.json")
@@ -385,7 +385,7 @@ def test_both_backends_log_the_same_schema_and_census_window(tiny_path, tmp_path
         for r in log:
             unknown = {k for k in r if k not in LOGGED_KEYS and not k.startswith("trl_")}
             assert not unknown, f"{backend} logs names outside the shared vocabulary: {unknown}"
-        assert log[1]["zero_gradient_predicted"] == 0.0, f"{backend}: census window"
+        assert log[1]["zero_variance_predicted"] == 0.0, f"{backend}: census window"
     assert not any(k.startswith("trl_") for r in rows["grpolab"] for k in r)
     for ours, theirs in zip(rows["grpolab"], rows["trl"], strict=True):
         assert set(ours) == {k for k in theirs if not k.startswith("trl_")}, ours["step"]

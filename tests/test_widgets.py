@@ -32,9 +32,9 @@ def _flat_index(indices, sizes):
     return i
 
 
-def test_zero_gradient_grid_equals_theory():
+def test_zero_variance_grid_equals_theory():
     """Every curve point and readout in the embedded JSON is theory's value (7 digits)."""
-    grid = _grid_from_html(sliders.static_slider_html(EXPLORERS["zero-gradient"]))
+    grid = _grid_from_html(sliders.static_slider_html(EXPLORERS["zero-variance"]))
     p_values = grid["sliders"][0]["values"]
     G_values = grid["sliders"][1]["values"]
     assert grid["curve_sliders"] == ["p"]
@@ -44,7 +44,7 @@ def test_zero_gradient_grid_equals_theory():
         p = p_values[i]
         curve = grid["curves"][i]
         G = np.asarray(curve["x"])
-        np.testing.assert_allclose(curve["ys"][0], theory.zero_gradient_probability(p, G),
+        np.testing.assert_allclose(curve["ys"][0], theory.zero_variance_probability(p, G),
                                    rtol=1e-6, atol=1e-300)
         np.testing.assert_allclose(curve["ys"][1], theory.all_fail_probability(p, G), rtol=1e-6)
         np.testing.assert_allclose(curve["ys"][2], theory.all_pass_probability(p, G),
@@ -52,7 +52,7 @@ def test_zero_gradient_grid_equals_theory():
         for j in (0, 3, 15, 63):
             r = grid["readouts"][_flat_index((i, j), (len(p_values), len(G_values)))]
             Gj = G_values[j]
-            assert r[0] == pytest.approx(theory.zero_gradient_probability(p, Gj), rel=1e-6)
+            assert r[0] == pytest.approx(theory.zero_variance_probability(p, Gj), rel=1e-6)
             assert r[3] == pytest.approx(
                 theory.expected_informative_prompts(p, Gj, sliders.R1_PROMPTS), rel=1e-6)
 
@@ -154,16 +154,16 @@ def test_live_sliders_recompute_through_grpolab(monkeypatch):
         return real(explorer, params)
 
     monkeypatch.setattr(figures, "explorer_figure", spy)
-    box = sliders.live_slider_figure("zero-gradient")
+    box = sliders.live_slider_figure("zero-variance")
     assert isinstance(box, ipywidgets.VBox)
     controls = [c for c in box.children if isinstance(c, ipywidgets.SelectionSlider)]
     assert [s.description for s in controls] == ["p", "G"]
     assert drawn and drawn[-1] == {"p": 0.1, "G": 4}
     controls[0].value = 0.5
     assert drawn[-1] == {"p": 0.5, "G": 4}
-    fig = real(EXPLORERS["zero-gradient"], drawn[-1])
+    fig = real(EXPLORERS["zero-variance"], drawn[-1])
     y = fig.axes[0].lines[0].get_ydata()
-    np.testing.assert_allclose(y, theory.zero_gradient_probability(0.5, np.arange(1, 65)))
+    np.testing.assert_allclose(y, theory.zero_variance_probability(0.5, np.arange(1, 65)))
 
 
 def test_slider_validation():
@@ -171,7 +171,7 @@ def test_slider_validation():
         Slider("p", "p", (0.1, 0.2), 0.3)
     with pytest.raises(ValueError, match="at least one"):
         Slider("p", "p", (), 0.1)
-    e = EXPLORERS["zero-gradient"]
+    e = EXPLORERS["zero-variance"]
     with pytest.raises(ValueError, match="no slider"):
         e.slider("T")
     assert isinstance(e, Explorer)
@@ -193,7 +193,7 @@ def test_a_chapter_runs_live_in_a_kernel(tmp_path, monkeypatch):
     from grpolab.book.build import default_book_dir
 
     monkeypatch.delenv("GRPOLAB_WIDGETS", raising=False)
-    nb = jupytext.read(default_book_dir() / "theory" / "03-zero-gradient.md")
+    nb = jupytext.read(default_book_dir() / "theory" / "03-zero-variance.md")
     nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
     mimes = [set(o.get("data", {})) for c in nb.cells if c.cell_type == "code"

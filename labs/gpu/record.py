@@ -167,7 +167,7 @@ def sweep_outcome(folder: str) -> dict:
     regimes = {}
     for name, r in s["regimes"].items():
         regimes[name] = {k: (v.get("statement") if k.startswith("verdict") else v)
-                         for k, v in r.items() if not k.startswith("zero_gradient_at_")}
+                         for k, v in r.items() if not k.startswith("zero_variance_at_")}
     config = meta["preset"]["config"]
     return {"kind": "sweep", "preset": s["preset"], "backend": config.get("backend"),
             "device": meta.get("device"), "runs_finished": s["runs_finished"],

@@ -218,7 +218,7 @@ def zero_variance_groups(rewards, group_size: int, atol: float = 1e-6):
 
     Returns a numpy bool array, or a torch bool tensor for torch input.
 
-    Derived in: book/theory/03-zero-gradient.md, "The derivation".
+    Derived in: book/theory/03-zero-variance.md, "The derivation".
     """
     atol = as_real_scalar(atol, "atol")
     r, _, torch_input = _grouped(rewards, group_size)

@@ -10,7 +10,7 @@ fixed-budget optimum G* = √(c₃/c₁). Every line of the recommendation carri
 numpy/scipy only (never torch), like :mod:`grpolab.theory`, whose closed forms it uses.
 
 Derived in: book/capstone/01-choosing-g.md (the decision procedure); the closed forms in
-book/theory/02-baseline-variance.md, 03-zero-gradient.md, 04-cost-of-g.md and
+book/theory/02-baseline-variance.md, 03-zero-variance.md, 04-cost-of-g.md and
 05-degenerate-groups.md.
 """
 
@@ -57,10 +57,10 @@ REWARD_KEYS = ("reward", "train/reward")
 DEFAULT_BUDGET = 512
 DEFAULT_MAX_G = 64
 START_G = 8           # TRL's default num_generations and Dr. GRPO's recipe (references.md)
-MAX_DEAD = 0.5        # raise G while more than half the groups of the training pool are dead
+MAX_ZERO_VARIANCE = 0.5  # raise G while over half the training pool's groups have zero variance
 MIN_PROMPTS = 8       # ... and while a step still holds at least this many prompts
 MIN_GAIN = 0.10       # a remedy must add >= 10% informative groups per completion to be preferred
-DS_DEAD = 0.25        # dynamic sampling is worth its overhead when > 25% of groups stay dead
+DS_ZERO_VARIANCE = 0.25  # dynamic sampling pays for itself when > 25% of groups have zero variance
 LOG_WINDOW = 10       # TRL logs: average the last this many logged steps
 
 
@@ -133,14 +133,14 @@ class Difficulty:
 
     # ---- the expected zero-variance fraction --------------------------------------------
     def method(self, G: int) -> str:
-        """How :meth:`dead_fraction` is computed at this G (printed in the table)."""
+        """How :meth:`zero_variance_fraction` is computed at this G (printed in the table)."""
         if self.kind == "counts":
             if G <= int(self.trials.min()) and self.selected_from is None:
                 return "unbiased"
             return "emp.Bayes"
         return {"rates": "plug-in", "beta": "Beta", "point": "point"}[self.kind]
 
-    def dead_fraction(self, G: int) -> float:
+    def zero_variance_fraction(self, G: int) -> float:
         """Expected fraction of zero-variance groups, E[p^G + (1 − p)^G] over the prompts.
 
         counts, G ≤ trials: the unbiased U-statistic [C(k,G) + C(n−k,G)]/C(n,G) per prompt
@@ -152,15 +152,15 @@ class Difficulty:
         if self.kind == "counts":
             k, n = self.successes, self.trials
             if G <= int(n.min()) and self.selected_from is None:
-                return float(np.mean(theory.unbiased_zero_gradient_estimate(k, n, G)))
+                return float(np.mean(theory.unbiased_zero_variance_estimate(k, n, G)))
             a, b = self.prior()
-            post = theory.beta_zero_gradient_probability(G, a + k, b + n - k)
+            post = theory.beta_zero_variance_probability(G, a + k, b + n - k)
             return float(np.mean(post))
         if self.kind == "rates":
-            return float(theory.empirical_zero_gradient_probability(self.rates, G))
+            return float(theory.empirical_zero_variance_probability(self.rates, G))
         if self.kind == "beta":
-            return float(theory.beta_zero_gradient_probability(G, self.a, self.b))
-        return float(theory.zero_gradient_probability(self.p, G))
+            return float(theory.beta_zero_variance_probability(G, self.a, self.b))
+        return float(theory.zero_variance_probability(self.p, G))
 
     def filtered(self) -> Difficulty | None:
         """The pool without prompts that were never or always solved (None if not per-prompt)."""
@@ -185,7 +185,7 @@ def fit_beta_binomial(successes, trials) -> tuple[float, float]:
     maximised over log a and log b in [−7, 7] (so a prompt pool with no success at all
     still gives a finite, small a).
 
-    Derived in: book/capstone/01-choosing-g.md, "Step 1: from a census to a dead fraction".
+    Derived in: book/capstone/01-choosing-g.md, "Step 1: from a census to a zero-variance fraction".
     """
     k = np.asarray(successes, dtype=float)
     n = np.asarray(trials, dtype=float)
@@ -221,7 +221,7 @@ def back_out_pass_rate(zero_std_fraction: float, G: int) -> float:
         return 0.0
     if z <= floor:
         return 0.5
-    return float(optimize.brentq(lambda p: theory.zero_gradient_probability(p, G) - z,
+    return float(optimize.brentq(lambda p: theory.zero_variance_probability(p, G) - z,
                                  0.0, 0.5, xtol=1e-12))
 
 
@@ -235,7 +235,7 @@ def back_out_beta(zero_std_fraction: float, mean_reward: float, G: int) -> tuple
     Derived in: book/capstone/01-choosing-g.md, "When all you have is a training log".
     """
     z, m, G = float(zero_std_fraction), float(mean_reward), int(G)
-    low = float(theory.zero_gradient_probability(m, G))
+    low = float(theory.zero_variance_probability(m, G))
     if not 0.0 < m < 1.0:
         raise AdviseError(f"mean reward {m:.4g} must lie strictly inside (0, 1) to fit a Beta")
     if not low < z < 1.0:
@@ -244,7 +244,7 @@ def back_out_beta(zero_std_fraction: float, mean_reward: float, G: int) -> tuple
 
     def gap(log_kappa):
         kappa = math.exp(log_kappa)
-        return theory.beta_zero_gradient_probability(G, m * kappa, (1 - m) * kappa) - z
+        return theory.beta_zero_variance_probability(G, m * kappa, (1 - m) * kappa) - z
 
     log_kappa = optimize.brentq(gap, math.log(1e-6), math.log(1e8), xtol=1e-10)
     kappa = math.exp(log_kappa)
@@ -288,10 +288,10 @@ def _log_records(records: list, source: str, num_generations: int | None) -> Dif
                                "ignored it")
             m = None
     if z >= 1.0:
-        raise AdviseError(f"{source}: every group is dead (frac_reward_zero_std = 1); nothing "
-                          "about the pass rates can be backed out")
+        raise AdviseError(f"{source}: every group has zero variance (frac_reward_zero_std = 1); "
+                          "nothing about the pass rates can be backed out")
     if m is not None:
-        low = float(theory.zero_gradient_probability(m, G))
+        low = float(theory.zero_variance_probability(m, G))
         if low < z:
             a, b = back_out_beta(z, m, G)
             assumptions.append(f"prompt pass rates follow a Beta(a, b) with the logged mean "
@@ -607,19 +607,20 @@ def candidate_group_sizes(max_G: int, budget: int) -> list[int]:
 def _row(d: Difficulty, filt: Difficulty | None, G: int, budget: int,
          noise: NoiseConstants | None) -> dict:
     B = int(theory.fixed_budget_prompts(budget, G))
-    dead = d.dead_fraction(G)
-    live = 1.0 - dead
+    zero_var = d.zero_variance_fraction(G)
+    live = 1.0 - zero_var
     row = {
         "G": G, "prompts_per_step": B, "method": d.method(G),
-        "dead_fraction": dead, "informative_prompts_per_step": B * live,
+        "zero_variance_fraction": zero_var, "informative_prompts_per_step": B * live,
         "completions_per_informative_group": G / live if live > 0 else math.inf,
         "dynamic_sampling_completions_per_step": B * G / live if live > 0 else math.inf,
         "gradient_variance_inflation": float(theory.gradient_variance_inflation(G)),
-        "dead_fraction_filtered": filt.dead_fraction(G) if filt else None,
+        "zero_variance_fraction_filtered": filt.zero_variance_fraction(G) if filt else None,
         "gradient_mse": None,
     }
     if filt:
-        row["informative_prompts_per_step_filtered"] = B * (1 - row["dead_fraction_filtered"])
+        row["informative_prompts_per_step_filtered"] = (
+            B * (1 - row["zero_variance_fraction_filtered"]))
     if noise:
         row["gradient_mse"] = float(theory.minibatch_gradient_mse(max(B, 1), G, noise.c1,
                                                                   noise.c2, noise.c3))
@@ -641,15 +642,15 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
     """Evaluate every candidate G at ``budget`` completions per step and recommend one.
 
     The decision procedure of book/capstone/01-choosing-g.md:
-    1. dead fraction and informative prompts per step at each G (the table);
+    1. zero-variance fraction and informative prompts per step at each G (the table);
     2. filtering first, when dropping never/always-solved prompts adds >= MIN_GAIN
        informative groups per completion and leaves a full step of prompts;
     3. the G to start with: G* = argmin of the fixed-budget gradient MSE when noise
        constants are known (arXiv 2603.01162, Thm. 7); otherwise START_G, doubled while
-       more than MAX_DEAD of the training pool's groups are dead, doubling lowers that by a
-       percentage point, and a step keeps >= MIN_PROMPTS prompts;
+       more than MAX_ZERO_VARIANCE of the training pool's groups have zero variance,
+       doubling lowers that by a percentage point, and a step keeps >= MIN_PROMPTS prompts;
     4. adaptive G when it adds >= MIN_GAIN informative groups per completion at that G;
-       dynamic sampling when > DS_DEAD of groups stay dead, with its overhead;
+       dynamic sampling when > DS_ZERO_VARIANCE of groups keep zero variance, with its overhead;
     5. what to monitor.
     """
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 2:
@@ -674,14 +675,15 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
     ref_G = max(G for G in Gs if G <= START_G)  # START_G, or the largest candidate below it
     if filt is not None and d.prompts:
         kept = filt.prompts
-        gain = (1 - filt.dead_fraction(ref_G)) / max(1 - d.dead_fraction(ref_G), 1e-12) - 1
+        gain = ((1 - filt.zero_variance_fraction(ref_G))
+                / max(1 - d.zero_variance_fraction(ref_G), 1e-12) - 1)
         if gain >= MIN_GAIN:
             use_filter = True
             say("filter", f"keep {kept} of {d.prompts} prompts ({kept / d.prompts:.0%})",
                 f"at G = {ref_G}, dropping the never/always-solved prompts raises the share of "
-                f"informative groups from {1 - d.dead_fraction(ref_G):.1%} to "
-                f"{1 - filt.dead_fraction(ref_G):.1%} (+{gain:.0%}) at no rollout cost; check "
-                "that the training set keeps enough prompts")
+                f"informative groups from {1 - d.zero_variance_fraction(ref_G):.1%} to "
+                f"{1 - filt.zero_variance_fraction(ref_G):.1%} (+{gain:.0%}) at no rollout cost; "
+                "check that the training set keeps enough prompts")
         else:
             say("filter", "not needed",
                 f"dropping never/always-solved prompts adds only {gain:.0%} informative groups "
@@ -691,8 +693,8 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
             "carries no signal at any G; change the prompts (or the model) first")
     else:
         say("filter", "needs per-prompt pass rates",
-            "a training log gives the population, not which prompts are dead: run a census "
-            "(python -m grpolab.labs.pass_rates.run) to filter")
+            "a training log gives the population, not which prompts have zero variance: run a "
+            "census (python -m grpolab.labs.pass_rates.run) to filter")
     pool = filt if use_filter else d
     pool_name = "the filtered pool" if use_filter else "the pool"
 
@@ -714,23 +716,26 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
         reasons = [f"start at {G0} (TRL's default num_generations, Dr. GRPO's recipe)"]
         while True:
             bigger = [G for G in Gs if G > G0]
-            dead = pool.dead_fraction(G0)
-            if not bigger or dead <= MAX_DEAD:
+            zero_var = pool.zero_variance_fraction(G0)
+            if not bigger or zero_var <= MAX_ZERO_VARIANCE:
                 break
             nxt = bigger[0]
-            if pool.dead_fraction(nxt) > dead - 0.01:
-                reasons.append(f"{dead:.0%} of groups are dead at G = {G0}, but G = {nxt} would "
-                               "not lower that by a percentage point: change the prompts, not G")
+            if pool.zero_variance_fraction(nxt) > zero_var - 0.01:
+                reasons.append(f"{zero_var:.0%} of groups have zero variance at G = {G0}, but G = "
+                               f"{nxt} would not lower that by a percentage point: change the "
+                               "prompts, not G")
                 break
             if theory.fixed_budget_prompts(budget, nxt) < MIN_PROMPTS:
-                reasons.append(f"{dead:.0%} of groups are dead at G = {G0}, but G = {nxt} would "
-                               f"leave fewer than {MIN_PROMPTS} prompts per step at N = {budget}")
+                reasons.append(f"{zero_var:.0%} of groups have zero variance at G = {G0}, but G = "
+                               f"{nxt} would leave fewer than {MIN_PROMPTS} prompts per step at "
+                               f"N = {budget}")
                 break
-            reasons.append(f"{dead:.0%} > {MAX_DEAD:.0%} dead at G = {G0}: double")
+            reasons.append(f"{zero_var:.0%} > {MAX_ZERO_VARIANCE:.0%} zero-variance at G = {G0}: "
+                           "double")
             G0 = nxt
-        reasons.append(f"expected dead fraction on {pool_name} at G = {G0}: "
-                       f"{pool.dead_fraction(G0):.1%}; no gradient-noise constants were given, "
-                       "so G* cannot be computed (pass --noise c1,c2,c3)")
+        reasons.append(f"expected zero-variance fraction on {pool_name} at G = {G0}: "
+                       f"{pool.zero_variance_fraction(G0):.1%}; no gradient-noise constants were "
+                       "given, so G* cannot be computed (pass --noise c1,c2,c3)")
         say("G", G0, "; ".join(reasons))
     r0 = _row(pool, None, G0, budget, noise)
     say("prompts per step", r0["prompts_per_step"],
@@ -740,18 +745,19 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
 
     # -- 3. adaptive G and dynamic sampling ---------------------------------------------
     remedies = []
-    dead0 = pool.dead_fraction(G0)
-    dead_all = d.dead_fraction(G0)
+    zero_var0 = pool.zero_variance_fraction(G0)
+    zero_var_all = d.zero_variance_fraction(G0)
     remedies.append({"remedy": "none (fixed G)", "G": G0,
-                     "informative_per_1000_completions": 1000 * (1 - dead_all) / G0,
-                     "note": f"{dead_all:.1%} of groups dead"})
+                     "informative_per_1000_completions": 1000 * (1 - zero_var_all) / G0,
+                     "note": f"{zero_var_all:.1%} of groups at zero variance"})
     if filt is not None:
-        fd = filt.dead_fraction(G0)
+        fd = filt.zero_variance_fraction(G0)
         remedies.append({"remedy": "filtering", "G": G0,
                          "informative_per_1000_completions": 1000 * (1 - fd) / G0,
-                         "note": f"keeps {filt.prompts} of {d.prompts} prompts; {fd:.1%} dead"})
-    base_eff = (1 - dead0) / G0
-    live0 = 1 - dead0
+                         "note": f"keeps {filt.prompts} of {d.prompts} prompts; "
+                                 f"{fd:.1%} zero-variance"})
+    base_eff = (1 - zero_var0) / G0
+    live0 = 1 - zero_var0
     remedies.append({"remedy": "dynamic sampling", "G": G0,
                      "informative_per_1000_completions": 1000 * base_eff,
                      "note": (f"on {pool_name}: full batches of informative groups for "
@@ -782,22 +788,23 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
             f"G = {G0} (threshold {MIN_GAIN:.0%}): not worth a custom sampler")
     else:
         say("adaptive G", "needs per-prompt pass rates", "it allocates samples prompt by prompt")
-    if dead0 > DS_DEAD and live0 > 0:
+    if zero_var0 > DS_ZERO_VARIANCE and live0 > 0:
         say("dynamic sampling", "yes, capped",
-            f"{dead0:.0%} of groups stay dead at G = {G0}; refilling the batch costs "
+            f"{zero_var0:.0%} of groups keep zero variance at G = {G0}; refilling the batch costs "
             f"{1 / live0:.2f}x the completions per step (G·B/q, q = {live0:.3f}); set a cap "
             "(verl: max_num_gen_batches), since hard pools hit it (verl#953)")
     elif live0 > 0:
         say("dynamic sampling", "optional",
-            f"only {dead0:.0%} of groups are dead at G = {G0} (threshold {DS_DEAD:.0%}); the "
-            f"batch shrinks little; its overhead would be {1 / live0:.2f}x")
+            f"only {zero_var0:.0%} of groups have zero variance at G = {G0} (threshold "
+            f"{DS_ZERO_VARIANCE:.0%}); the batch shrinks little; its overhead would be "
+            f"{1 / live0:.2f}x")
     else:
         say("dynamic sampling", "no", "no group is ever informative: it would never fill a batch")
 
     # -- 4. what to monitor -------------------------------------------------------------
-    say("monitor", f"frac_reward_zero_std ≈ {dead0:.3f}",
-        f"the predicted dead fraction at G = {G0}; if the observed value drifts away, pass "
-        "rates have moved: rerun grpolab advise on the TRL log (--num-generations "
+    say("monitor", f"frac_reward_zero_std ≈ {zero_var0:.3f}",
+        f"the predicted zero-variance fraction at G = {G0}; if the observed value drifts away, "
+        "pass rates have moved: rerun grpolab advise on the TRL log (--num-generations "
         f"{G0})")
     say("monitor", "held-out accuracy, KL, completions per step",
         "the task metric decides; the training loss is not a progress signal in GRPO "
@@ -814,22 +821,22 @@ def format_advice(a: Advice) -> str:
            + (f"{a.prompts} prompts, " if a.prompts else "")
            + f"mean pass rate {a.mean_pass_rate:.3f}), budget N = {a.budget} completions per step"]
     out += [f"  assumed: {s}" for s in a.assumptions]
-    filt = any(r.get("dead_fraction_filtered") is not None for r in a.rows)
-    head = ["G", "prompts/step", "P(dead)", "method", "informative/step", "compl./informative",
+    filt = any(r.get("zero_variance_fraction_filtered") is not None for r in a.rows)
+    head = ["G", "prompts/step", "P(zero var.)", "method", "informative/step", "compl./informative",
             "DS compl./step", "grad. var x"]
     if filt:
-        head += ["P(dead) filtered", "informative filtered"]
+        head += ["P(zero var.) filtered", "informative filtered"]
     if a.noise:
         head.append("grad. MSE")
     lines = []
     for r in a.rows:
-        cells = [str(r["G"]), str(r["prompts_per_step"]), f"{r['dead_fraction']:.3f}",
+        cells = [str(r["G"]), str(r["prompts_per_step"]), f"{r['zero_variance_fraction']:.3f}",
                  r["method"], f"{r['informative_prompts_per_step']:.1f}",
                  _fmt(r["completions_per_informative_group"], ".1f"),
                  _fmt(r["dynamic_sampling_completions_per_step"], ".0f"),
                  f"{r['gradient_variance_inflation']:.3f}"]
         if filt:
-            cells += [f"{r['dead_fraction_filtered']:.3f}",
+            cells += [f"{r['zero_variance_fraction_filtered']:.3f}",
                       f"{r['informative_prompts_per_step_filtered']:.1f}"]
         if a.noise:
             cells.append(f"{r['gradient_mse']:.4g}")
@@ -847,8 +854,8 @@ def format_advice(a: Advice) -> str:
     out.append("recommendation:")
     for line in a.recommendation:
         out.append(f"  {line['item']}: {line['value']}  -- {line['reason']}")
-    out.append("P(dead) = E[p^G + (1-p)^G]; grad. var x = G/(G-1), the leave-one-out baseline's "
-               "inflation. Derivations: book/capstone/01-choosing-g.md")
+    out.append("P(zero var.) = E[p^G + (1-p)^G]; grad. var x = G/(G-1), the leave-one-out "
+               "baseline's inflation. Derivations: book/capstone/01-choosing-g.md")
     return "\n".join(out)
 
 

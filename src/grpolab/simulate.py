@@ -43,8 +43,8 @@ __all__ = [
     "minibatch_gradient_constants",
     "minibatch_gradient_mc",
     "softmax_policy_moments",
-    "zero_gradient_mc",
-    "zero_gradient_beta_mc",
+    "zero_variance_mc",
+    "zero_variance_beta_mc",
 ]
 
 
@@ -90,10 +90,10 @@ def _proportion(hits: np.ndarray) -> MCEstimate:
     return MCEstimate(m, float(np.sqrt(max(m * (1 - m), 0.0) / n)), n)
 
 
-def zero_gradient_mc(p: float, G: int, n_groups: int = 1_000_000, seed: int = 0) -> MCEstimate:
+def zero_variance_mc(p: float, G: int, n_groups: int = 1_000_000, seed: int = 0) -> MCEstimate:
     """Fraction of simulated groups of G Bernoulli(p) rewards that are constant.
 
-    Checks :func:`grpolab.theory.zero_gradient_probability`.
+    Checks :func:`grpolab.theory.zero_variance_probability`.
     """
     p = as_probability_scalar(p)
     G = _group_size(G)
@@ -102,11 +102,11 @@ def zero_gradient_mc(p: float, G: int, n_groups: int = 1_000_000, seed: int = 0)
     return _proportion((k == 0) | (k == G))
 
 
-def zero_gradient_beta_mc(G: int, a: float, b: float, n_groups: int = 1_000_000,
+def zero_variance_beta_mc(G: int, a: float, b: float, n_groups: int = 1_000_000,
                           seed: int = 0) -> MCEstimate:
     """Constant-group fraction when each prompt's pass rate is drawn from Beta(a, b).
 
-    Checks :func:`grpolab.theory.beta_zero_gradient_probability`.
+    Checks :func:`grpolab.theory.beta_zero_variance_probability`.
     """
     G = _group_size(G)
     a = as_real_scalar(a, "a", minimum=1e-300, maximum=1e300)  # a Beta parameter

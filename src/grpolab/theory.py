@@ -52,13 +52,13 @@ __all__ = [
     "bernoulli_variance",
     "beta_all_fail_probability",
     "beta_all_pass_probability",
-    "beta_zero_gradient_probability",
+    "beta_zero_variance_probability",
     "binary_advantages",
     "dynamic_sampling_cap_probability",
     "dynamic_sampling_expected_batches",
     "dynamic_sampling_expected_completions",
     "dynamic_sampling_expected_groups",
-    "empirical_zero_gradient_probability",
+    "empirical_zero_variance_probability",
     "expected_informative_prompts",
     "fixed_budget_prompts",
     "gradient_variance_inflation",
@@ -68,8 +68,8 @@ __all__ = [
     "optimal_group_size",
     "rloo_scale_factor",
     "sampling_cost",
-    "unbiased_zero_gradient_estimate",
-    "zero_gradient_probability",
+    "unbiased_zero_variance_estimate",
+    "zero_variance_probability",
 ]
 
 #: The largest variance a 0/1 reward can have: p(1−p) ≤ 1/4, reached at p = 1/2.
@@ -112,7 +112,7 @@ def bernoulli_variance(p):
 
     Equation: σ² = p(1 − p) ≤ 1/4 (:data:`BERNOULLI_VARIANCE_MAX`), largest at p = 1/2.
 
-    Derived in: book/theory/03-zero-gradient.md, "The golden zone".
+    Derived in: book/theory/03-zero-variance.md, "The golden zone".
     """
     p = as_probability(p)
     return scalar_or_array(p * (1.0 - p))
@@ -186,14 +186,14 @@ def optimal_group_size(c1, c3):
         g_star, "c1, c3: c3/c1 overflows float64; rescale the variances"))
 
 # --------------------------------------------------------------------------------------
-# P(zero gradient) = p^G + (1−p)^G             Derived in: book/theory/03-zero-gradient.md
+# P(zero gradient) = p^G + (1−p)^G             Derived in: book/theory/03-zero-variance.md
 # --------------------------------------------------------------------------------------
 def all_fail_probability(p, G):
     """Probability that all G binary rewards are 0.
 
     Equation: P(all fail) = (1 − p)^G, computed as exp(G·log1p(−p)).
 
-    Derived in: book/theory/03-zero-gradient.md, "The derivation".
+    Derived in: book/theory/03-zero-variance.md, "The derivation".
     """
     p, G = as_probability(p), as_group_size(G)
     with np.errstate(divide="ignore"):
@@ -205,19 +205,19 @@ def all_pass_probability(p, G):
 
     Equation: P(all pass) = p^G.
 
-    Derived in: book/theory/03-zero-gradient.md, "The derivation".
+    Derived in: book/theory/03-zero-variance.md, "The derivation".
     """
     p, G = as_probability(p), as_group_size(G)
     return scalar_or_array(_power(p, G))
 
 
-def zero_gradient_probability(p, G):
+def zero_variance_probability(p, G):
     """Probability that a group of G binary rewards is constant, so every advantage is 0.
 
     Equation: P(zero gradient) = p^G + (1 − p)^G. For G = 1 it is 1: one sample has
     nothing to be compared with.
 
-    Derived in: book/theory/03-zero-gradient.md, "The derivation".
+    Derived in: book/theory/03-zero-variance.md, "The derivation".
     """
     # p + (1 − p) can round to 1 + 1 ulp at G = 1; a probability stays in [0, 1].
     return scalar_or_array(np.minimum(
@@ -230,7 +230,7 @@ def informative_probability(p, G):
     Equation: 1 − p^G − (1 − p)^G, evaluated as −expm1(G·log1p(−p)) − p^G so that it
     keeps its relative accuracy when it is tiny (p near 0 or 1).
 
-    Derived in: book/theory/03-zero-gradient.md, "The derivation".
+    Derived in: book/theory/03-zero-variance.md, "The derivation".
     """
     p, G = as_probability(p), as_group_size(G)
     with np.errstate(divide="ignore"):
@@ -243,7 +243,7 @@ def any_success_probability(p, G):
 
     Equation: 1 − (1 − p)^G, evaluated with expm1/log1p for small p.
 
-    Derived in: book/theory/03-zero-gradient.md, "Hard prompts".
+    Derived in: book/theory/03-zero-variance.md, "Hard prompts".
     """
     p, G = as_probability(p), as_group_size(G)
     with np.errstate(divide="ignore"):
@@ -256,7 +256,7 @@ def expected_informative_prompts(p, G, prompts):
     Equation: E[#informative] = B · (1 − p^G − (1 − p)^G) for B prompts of pass rate p.
     Pass an array of per-prompt pass rates and ``prompts=None`` to sum over them instead.
 
-    Derived in: book/theory/03-zero-gradient.md, "Prompts that carry signal".
+    Derived in: book/theory/03-zero-variance.md, "Prompts that carry signal".
     """
     if prompts is None:
         return float(np.sum(informative_probability(p, G)))
@@ -285,7 +285,7 @@ def beta_all_pass_probability(G, a, b):
 
     Equation: E[p^G] = B(a + G, b) / B(a, b) (a Beta moment, computed with betaln).
 
-    Derived in: book/theory/03-zero-gradient.md, "Averaging over difficulty".
+    Derived in: book/theory/03-zero-variance.md, "Averaging over difficulty".
     """
     return scalar_or_array(_beta_moment(a, b, G, of_complement=False))
 
@@ -295,32 +295,32 @@ def beta_all_fail_probability(G, a, b):
 
     Equation: E[(1 − p)^G] = B(a, b + G) / B(a, b).
 
-    Derived in: book/theory/03-zero-gradient.md, "Averaging over difficulty".
+    Derived in: book/theory/03-zero-variance.md, "Averaging over difficulty".
     """
     return scalar_or_array(_beta_moment(a, b, G, of_complement=True))
 
 
-def beta_zero_gradient_probability(G, a, b):
-    """Zero-gradient probability averaged over a Beta(a, b) prior on the pass rate.
+def beta_zero_variance_probability(G, a, b):
+    """Zero-variance probability averaged over a Beta(a, b) prior on the pass rate.
 
     Equation: E[p^G + (1 − p)^G] = [B(a + G, b) + B(a, b + G)] / B(a, b).
     As G → ∞ it falls only like G^(−min(a, b)): a prior with mass near 0 or 1 keeps
-    many dead groups however large G is.
+    many zero-variance groups however large G is.
 
-    Derived in: book/theory/03-zero-gradient.md, "Averaging over difficulty".
+    Derived in: book/theory/03-zero-variance.md, "Averaging over difficulty".
     """
     total = np.asarray(_beta_moment(a, b, G, of_complement=False)
                        + _beta_moment(a, b, G, of_complement=True))
     return scalar_or_array(np.minimum(total, 1.0, out=total))
 
 
-def empirical_zero_gradient_probability(pass_rates, G):
-    """Zero-gradient probability averaged over a list of per-prompt pass rates.
+def empirical_zero_variance_probability(pass_rates, G):
+    """Zero-variance probability averaged over a list of per-prompt pass rates.
 
     Equation: (1/N) Σ_j [p_j^G + (1 − p_j)^G]. ``G`` may be an array; the result has
     G's shape.
 
-    Derived in: book/theory/03-zero-gradient.md, "Averaging over difficulty".
+    Derived in: book/theory/03-zero-variance.md, "Averaging over difficulty".
     """
     p = as_probability(pass_rates, "pass_rates").ravel()
     if p.size == 0:
@@ -329,11 +329,11 @@ def empirical_zero_gradient_probability(pass_rates, G):
     if p.size * G.size > MAX_DRAWS:
         raise ValueError(f"pass_rates × G: {p.size} × {G.size} cells exceed {MAX_DRAWS:.0e}; "
                          "pass fewer pass rates or group sizes")
-    z = zero_gradient_probability(p[:, None], G.reshape(1, -1))
+    z = zero_variance_probability(p[:, None], G.reshape(1, -1))
     return scalar_or_array(np.asarray(z).mean(axis=0).reshape(G.shape))
 
 
-def unbiased_zero_gradient_estimate(successes, trials, G):
+def unbiased_zero_variance_estimate(successes, trials, G):
     """Unbiased estimate of p^G + (1 − p)^G from k successes in n ≥ G Bernoulli trials.
 
     Plugging p̂ = k/n into p^G is biased upward at large G (E[p̂^G] ≠ p^G). The

@@ -239,7 +239,7 @@ class ToyConfig:
         temperature: T in σ(z / T).
         dynamic_sampling: keep only groups whose rewards differ, drawing up to
             ``max_batches`` rounds of B groups (DAPO; verl's ``max_num_gen_batches``);
-            a batch still short after the last round is topped up with dead groups.
+            a batch still short after the last round is topped up with zero-variance groups.
         filter_low, filter_high: train only on prompts with filter_low ≤ p₀ ≤ filter_high
             (offline difficulty filtering); the pass rate is still measured on all prompts.
         transfer: α in pⱼ = σ((α·θ_shared + θⱼ + bⱼ)/T): how much of what one prompt
@@ -312,8 +312,8 @@ class ToyResult:
 
     pass_rate, completions: shape (S, steps + 1), before step t (t = steps: the end);
     pass_rate is the exact mean of pⱼ over all N prompts, completions the cumulative
-    number generated. dead_observed / dead_predicted: shape (S, steps), the fraction of
-    the step's first B groups whose rewards are all equal, and the mean of
+    number generated. zero_variance_observed / zero_variance_predicted: shape (S, steps),
+    the fraction of the step's first B groups whose rewards are all equal, and the mean of
     p^G + (1 − p)^G over those groups' prompts at the current policy. bucket_pass_rate:
     (S, steps + 1, buckets), NaN for an empty bucket. theta: final (θ_shared, θ₁ … θ_N).
     """
@@ -322,8 +322,8 @@ class ToyResult:
     seeds: np.ndarray
     pass_rate: np.ndarray
     completions: np.ndarray
-    dead_observed: np.ndarray
-    dead_predicted: np.ndarray
+    zero_variance_observed: np.ndarray
+    zero_variance_predicted: np.ndarray
     bucket_pass_rate: np.ndarray
     theta: np.ndarray
 
@@ -398,8 +398,8 @@ def train(dataset: Dataset, config: ToyConfig, seeds=range(50)) -> ToyResult:
     m, v = np.zeros_like(theta), np.zeros_like(theta)
     pass_rate = np.empty((S, cfg.steps + 1))
     completions = np.zeros((S, cfg.steps + 1))
-    dead_obs = np.empty((S, cfg.steps))
-    dead_pred = np.empty((S, cfg.steps))
+    zero_var_obs = np.empty((S, cfg.steps))
+    zero_var_pred = np.empty((S, cfg.steps))
     bucket_rate = np.full((S, cfg.steps + 1, n_buckets), np.nan)
     rows = np.arange(S)[:, None]
     b1, b2 = ADAM_BETAS
@@ -421,11 +421,11 @@ def train(dataset: Dataset, config: ToyConfig, seeds=range(50)) -> ToyResult:
         y = (u[:, M * B:].reshape(S, M * B, G) < p[rows, idx][:, :, None]).astype(float)
         k = y.sum(axis=2)
         informative = (k > 0) & (k < G)
-        dead_obs[:, t] = 1.0 - informative[:, :B].mean(axis=1)
-        dead_pred[:, t] = np.asarray(theory.zero_gradient_probability(p[rows, idx[:, :B]], G)
+        zero_var_obs[:, t] = 1.0 - informative[:, :B].mean(axis=1)
+        zero_var_pred[:, t] = np.asarray(theory.zero_variance_probability(p[rows, idx[:, :B]], G)
                                      ).mean(axis=1)
         if M > 1:
-            # First B informative groups in drawing order, then dead ones to fill the batch.
+            # First B informative groups in drawing order, then zero-variance ones to fill.
             count = np.cumsum(informative, axis=1)
             full = count[:, -1] >= B
             pos = np.argmax(count >= B, axis=1)
@@ -460,7 +460,8 @@ def train(dataset: Dataset, config: ToyConfig, seeds=range(50)) -> ToyResult:
             theta = theta + cfg.learning_rate * m_hat / (np.sqrt(v_hat) + ADAM_EPS)
     z = cfg.transfer * theta[:, :1] + theta[:, 1:] + bias[None, :]
     record(cfg.steps, _sigmoid(z / T))
-    return ToyResult(cfg, seeds, pass_rate, completions, dead_obs, dead_pred, bucket_rate, theta)
+    return ToyResult(cfg, seeds, pass_rate, completions, zero_var_obs, zero_var_pred, bucket_rate,
+                     theta)
 
 
 # ----------------------------------------------------------------------------------------

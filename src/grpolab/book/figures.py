@@ -27,7 +27,7 @@ __all__ = [
     "mc_check_figure",
     "reward_granularity_figure",
     "temperature_figure",
-    "zero_gradient_heatmap",
+    "zero_variance_heatmap",
 ]
 
 FIGSIZE = (6.4, 3.6)
@@ -84,11 +84,11 @@ def explorer_figure(explorer, params: dict):
     return fig
 
 
-def zero_gradient_heatmap(ps: Sequence[float] | None = None, Gs: Sequence[int] | None = None):
+def zero_variance_heatmap(ps: Sequence[float] | None = None, Gs: Sequence[int] | None = None):
     """Heat map of p^G + (1 − p)^G over pass rate p (rows) and group size G (columns)."""
     ps = np.linspace(0.01, 0.99, 99) if ps is None else np.asarray(ps, dtype=float)
     Gs = np.array([2, 4, 8, 16, 32, 64]) if Gs is None else np.asarray(Gs)
-    z = np.asarray(theory.zero_gradient_probability(ps[:, None], Gs[None, :]))
+    z = np.asarray(theory.zero_variance_probability(ps[:, None], Gs[None, :]))
     fig, ax = _fig((6.4, 4.0))
     im = ax.imshow(z, aspect="auto", origin="lower", cmap="viridis", vmin=0, vmax=1,
                    extent=(-0.5, len(Gs) - 0.5, ps[0], ps[-1]), interpolation="nearest")
@@ -163,10 +163,10 @@ def beta_prior_figure(Gs: Sequence[int], priors: Sequence[tuple[float, float]],
     Gs = np.asarray(Gs)
     fig, ax = _fig()
     for a, b in priors:
-        ax.plot(Gs, theory.beta_zero_gradient_probability(Gs, a, b), "-o", ms=3,
+        ax.plot(Gs, theory.beta_zero_variance_probability(Gs, a, b), "-o", ms=3,
                 label=f"p ~ Beta({a:g}, {b:g})")
     if pass_rates is not None:
-        ax.plot(Gs, theory.empirical_zero_gradient_probability(pass_rates, Gs), "-s", ms=3,
+        ax.plot(Gs, theory.empirical_zero_variance_probability(pass_rates, Gs), "-s", ms=3,
                 color="k", label=pass_rates_label or "empirical pass rates")
     _log2_x(ax)
     ax.set_ylim(0, 1)

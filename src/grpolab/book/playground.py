@@ -75,7 +75,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("low-temperature", "low temperature collapses groups",
              "G=2,4,8,16,32&a=1&b=1&temperature=0.3",
              "At T = 0.3 every starting pass rate is pushed toward 0 or 1 (pⱼ = σ(bⱼ/T)), so "
-             "most groups are all-pass or all-fail from the first step: the dead-group panel "
+             "most groups are all-pass or all-fail from the first step: the zero-variance panel "
              "starts high, and it follows p^G + (1 − p)^G all the way."),
 )
 
@@ -242,7 +242,7 @@ def playground_figure(state: dict, run: dict):
 
     results, g_star = run["results"], run["G_star"]
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.2), constrained_layout=True)
-    ax_curve, ax_final, ax_dead, ax_bucket = axes.ravel()
+    ax_curve, ax_final, ax_zero_var, ax_bucket = axes.ravel()
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     finals = []
     for i, (G, res) in enumerate(results.items()):
@@ -252,9 +252,10 @@ def playground_figure(state: dict, run: dict):
              else res.completions.mean(axis=0))
         ax_curve.plot(x, band["mean"], color=c, label=f"G = {G}")
         ax_curve.fill_between(x, band["low"], band["high"], color=c, alpha=0.2)
-        steps = np.arange(res.dead_observed.shape[1])
-        ax_dead.plot(steps, res.dead_observed.mean(axis=0), color=c, label=f"G = {G} observed")
-        ax_dead.plot(steps, res.dead_predicted.mean(axis=0), color=c, ls="--", lw=1)
+        steps = np.arange(res.zero_variance_observed.shape[1])
+        ax_zero_var.plot(steps, res.zero_variance_observed.mean(axis=0), color=c,
+                         label=f"G = {G} observed")
+        ax_zero_var.plot(steps, res.zero_variance_predicted.mean(axis=0), color=c, ls="--", lw=1)
         # an empty bucket is NaN for every seed: its mean is NaN (not a warning)
         last = res.bucket_pass_rate[:, -1, :]
         by_bucket = last.mean(axis=0)
@@ -272,8 +273,8 @@ def playground_figure(state: dict, run: dict):
     ax_curve.set(xlabel="optimizer step" if state["x_axis"] == "steps" else "completions",
                  ylabel="mean pass rate", ylim=(0, 1), title="learning curves (95% band)")
     ax_final.set(xlabel="group size G", ylabel="final pass rate", title="final pass rate vs G")
-    ax_dead.set(xlabel="step", ylabel="fraction of dead groups", ylim=(0, 1),
-                title="dead groups: observed (solid), p^G + (1−p)^G (dashed)")
+    ax_zero_var.set(xlabel="step", ylabel="fraction of zero-variance groups", ylim=(0, 1),
+                title="zero-variance groups: observed (solid), p^G + (1−p)^G (dashed)")
     ax_bucket.set(xticks=range(len(toy.BUCKET_LABELS)), ylim=(0, 1), ylabel="final pass rate",
                   title="per difficulty bucket")
     ax_bucket.set_xticklabels(toy.BUCKET_LABELS, fontsize=8)
@@ -283,14 +284,14 @@ def playground_figure(state: dict, run: dict):
 
 
 def readout_text(run: dict) -> str:
-    """One line per G: prompts per step, final pass rate ± 95% CI, dead groups obs/pred."""
+    """One line per G: prompts per step, final pass rate ± 95% CI, zero-variance groups obs/pred."""
     lines = []
     for G, res in run["results"].items():
         final = toy.summarize(res.pass_rate[:, -1])
         lines.append(f"G = {G:>2} (B = {res.config.prompts:>3}): final pass rate "
-                     f"{float(final['mean']):.3f} ± {float(final['half_width']):.3f}; dead "
-                     f"groups {res.dead_observed.mean():.3f} observed, "
-                     f"{res.dead_predicted.mean():.3f} predicted")
+                     f"{float(final['mean']):.3f} ± {float(final['half_width']):.3f}; "
+                     f"zero-variance groups {res.zero_variance_observed.mean():.3f} observed, "
+                     f"{res.zero_variance_predicted.mean():.3f} predicted")
     lines.append(f"G* = √(c₃/c₁) = {run['G_star']:.3f} (unbiased gradient at the start)")
     return "\n".join(lines)
 

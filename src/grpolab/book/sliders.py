@@ -9,7 +9,7 @@
 
 Both kinds draw the same :class:`Explorer`: sliders, a ``curves`` function (the lines)
 and a ``readouts`` function (numbers at the slider position). A chapter cell is one
-line, ``widgets.show("zero-gradient")``; it gives the static kind when the environment
+line, ``widgets.show("zero-variance")``; it gives the static kind when the environment
 variable ``GRPOLAB_WIDGETS`` is ``"static"`` (the book build sets it, see
 :mod:`grpolab.book.build`) and the live kind otherwise.
 """
@@ -329,7 +329,7 @@ def _zero_curves(p):
     G = G_AXIS
     return G, {
         "P(zero-variance group) = p^G + (1−p)^G":
-            np.asarray(theory.zero_gradient_probability(p, G)),
+            np.asarray(theory.zero_variance_probability(p, G)),
         "P(all fail) = (1−p)^G": np.asarray(theory.all_fail_probability(p, G)),
         "P(all pass) = p^G": np.asarray(theory.all_pass_probability(p, G)),
     }
@@ -337,7 +337,7 @@ def _zero_curves(p):
 
 def _zero_readouts(p, G):
     return {
-        "P(zero-variance group)": theory.zero_gradient_probability(p, G),
+        "P(zero-variance group)": theory.zero_variance_probability(p, G),
         "P(all fail)": theory.all_fail_probability(p, G),
         "P(all pass)": theory.all_pass_probability(p, G),
         f"expected prompts with signal, of {R1_PROMPTS}":
@@ -505,7 +505,7 @@ EXPLORERS: dict[str, Explorer] = {e.key: e for e in [
         caption="σ² = 0.25 is the largest variance a 0/1 reward can have (p = ½).",
     ),
     Explorer(
-        key="zero-gradient",
+        key="zero-variance",
         title="P(zero-variance group) = p^G + (1 − p)^G",
         xlabel="group size G", ylabel="probability", logx=True, ylim=(0.0, 1.0),
         sliders=(_p_slider(0.1), _g_slider(4)), curve_sliders=("p",), marker="G",

@@ -165,8 +165,8 @@ def run_train(args: argparse.Namespace) -> int:
         s = summary
         print(f"G={s['G']} seed={s['seed']} ({s.get('backend', config.backend)}): greedy "
               f"accuracy {s['initial_accuracy']:.3f} -> {s['final_accuracy']:.3f}; "
-              f"zero-variance groups observed {_fmt(s['zero_gradient_observed'])}, "
-              f"predicted {_fmt(s['zero_gradient_predicted'])}; {s['seconds']:.0f} s; "
+              f"zero-variance groups observed {_fmt(s['zero_variance_observed'])}, "
+              f"predicted {_fmt(s['zero_variance_predicted'])}; {s['seconds']:.0f} s; "
               f"{args.out}/summary.json")
     return 0
 

@@ -139,9 +139,9 @@ def run_sweep_cmd(args: argparse.Namespace) -> int:
         means = ", ".join(f"G={G}: {m:.3f}" for G, m in info["final_accuracy_mean_by_G"].items())
         print(f"[{name}] warm start {info['initial_accuracy']:.3f} -> final {means}")
         print(f"[{name}] {info['verdict']['statement']}")
-        if info["zero_gradient_mean_abs_gap"] is not None:
+        if info["zero_variance_mean_abs_gap"] is not None:
             print(f"[{name}] zero-variance groups: mean |observed - predicted| = "
-                  f"{info['zero_gradient_mean_abs_gap']:.4f}")
+                  f"{info['zero_variance_mean_abs_gap']:.4f}")
     if not args.no_plots:
         print(f"plots: {args.out}/plots/")
     return 0

@@ -14,7 +14,7 @@ import sys
 def register(sub) -> None:
     p = sub.add_parser(
         "quiz",
-        help="practise: randomized questions on G, zero-gradient groups, advantages and cost",
+        help="practise: randomized questions on G, zero-variance groups, advantages and cost",
         description="Randomized practice questions generated from grpolab.theory. Each answer "
         "is checked with a tolerance and explained with its formula; the score is kept. "
         "Answers may be numbers, percentages or fractions (0.25, 25%, 1/4). Interactively, "

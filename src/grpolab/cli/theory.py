@@ -13,7 +13,7 @@ from grpolab._validate import MAX_GROUP_SIZE
 def register(sub) -> None:
     p = sub.add_parser(
         "theory",
-        help="print zero-gradient probabilities and baseline variances for p and G",
+        help="print zero-variance probabilities and baseline variances for p and G",
         description="Closed forms from the book for every (p, G) pair: P(all fail) = (1-p)^G, "
         "P(all pass) = p^G, P(zero gradient) = p^G + (1-p)^G, P(any success) = 1-(1-p)^G, "
         "and Var(baseline) = sigma^2/G with sigma^2 = p(1-p) for 0/1 rewards.",
@@ -27,7 +27,7 @@ def register(sub) -> None:
 
 
 def rows(ps, Gs) -> list[dict]:
-    """One record per (p, G) pair with every closed form of the zero-gradient chapter."""
+    """One record per (p, G) pair with every closed form of the zero-variance chapter."""
     from grpolab import theory
 
     p = np.asarray(ps, dtype=float)[:, None]
@@ -43,7 +43,7 @@ def rows(ps, Gs) -> list[dict]:
             out.append({
                 "p": float(pi), "G": int(gj),
                 "all_fail": float(fail[i, j]), "all_pass": float(pas[i, j]),
-                "zero_gradient": float(fail[i, j] + pas[i, j]),
+                "zero_variance": float(fail[i, j] + pas[i, j]),
                 "any_success": float(any_s[i, j]),
                 "baseline_variance": float(var[i, j]),
             })
@@ -65,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
     print("  ".join(f"{h:>14}" for h in header))
     for r in records:
         print("  ".join([f"{r['p']:>14g}", f"{r['G']:>14d}", f"{r['all_fail']:>14.4f}",
-                         f"{r['all_pass']:>14.4f}", f"{r['zero_gradient']:>14.4f}",
+                         f"{r['all_pass']:>14.4f}", f"{r['zero_variance']:>14.4f}",
                          f"{r['any_success']:>14.4f}", f"{r['baseline_variance']:>14.6f}"]))
-    print("Var(baseline) = p(1-p)/G for 0/1 rewards. Derivations: book/theory/03-zero-gradient.md, "
+    print("Var(baseline) = p(1-p)/G for 0/1 rewards. Derivations: book/theory/03-zero-variance.md, "
           "book/theory/02-baseline-variance.md")
     return 0

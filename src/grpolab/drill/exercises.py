@@ -1,4 +1,4 @@
-"""Exercises with checkers: ``grpolab.drill.exercises.check("zero-gradient-p03-g4", 0.2482)``.
+"""Exercises with checkers: ``grpolab.drill.exercises.check("zero-variance-p03-g4", 0.2482)``.
 
 A registry of exercises of four kinds:
 
@@ -87,7 +87,7 @@ class Exercise:
         answer: an answer the checker accepts (a number, a letter, or a function).
         wrong_answer: a common wrong answer the checker rejects (and explains).
         checker: ``answer -> (correct, message)``.
-        topic: the theory topic it drills (zero-gradient, baseline-variance, ...).
+        topic: the theory topic it drills (zero-variance, baseline-variance, ...).
         choices: for conceptual exercises, letter -> option text.
         func_name: for derivation and code exercises, the name the question asks for.
     """
@@ -337,25 +337,27 @@ def _build() -> dict[str, Exercise]:
                                     "σ²/√G mixes up the variance with the standard error σ/√G.")]),
         topic="baseline-variance"))
     ex.append(Exercise(
-        "derive-uniform-zero-gradient", "derivation", "Dead groups under a uniform difficulty",
+        "derive-uniform-zero-variance", "derivation",
+        "Zero-variance groups under a uniform difficulty",
         "Prompt pass rates are spread uniformly, $p\\sim\\mathrm{Uniform}(0,1)$. Derive the "
-        "expected zero-gradient probability $\\mathbb E_p[p^G + (1-p)^G]$ as a function of "
+        "expected zero-variance probability $\\mathbb E_p[p^G + (1-p)^G]$ as a function of "
         "$G$. Hand in `f(G)`.",
         "$\\int_0^1 p^G\\,dp = \\frac{1}{G+1}$ and by symmetry the same for $(1-p)^G$, so the "
         "answer is $\\frac{2}{G+1}$: it falls like $1/G$, much slower than $2\\cdot 0.5^G$ "
-        "at the average pass rate. Easy and hard prompts keep groups dead however large "
-        "$G$ is (the Beta(1, 1) case of `theory.beta_zero_gradient_probability`).",
+        "at the average pass rate. Easy and hard prompts keep groups at zero variance however "
+        "large $G$ is (the Beta(1, 1) case of `theory.beta_zero_variance_probability`).",
         answer=lambda G: 2 / (G + 1),
         wrong_answer=lambda G: 2 * 0.5 ** G,
-        checker=function(lambda G: theory.beta_zero_gradient_probability(G, 1.0, 1.0),
+        checker=function(lambda G: theory.beta_zero_variance_probability(G, 1.0, 1.0),
                          [(1,), (2,), (4,), (8,), (64,)],
-                         why="E[p^G + (1−p)^G] = 2/(G+1) for a uniform p: dead groups fall like "
-                         "1/G, not exponentially.",
+                         why="E[p^G + (1−p)^G] = 2/(G+1) for a uniform p: zero-variance groups "
+                         "fall "
+                         "like 1/G, not exponentially.",
                          mistakes=[(lambda G: 2 * 0.5 ** G,
                                     "2·0.5^G plugs in the average pass rate; but E[f(p)] ≠ "
                                     "f(E[p]) for the convex p^G (Jensen), and the easy and hard "
                                     "prompts dominate.")]),
-        topic="zero-gradient"))
+        topic="zero-variance"))
     ex.append(Exercise(
         "derive-rloo-factor", "derivation", "GRPO's centring is scaled RLOO",
         "Show that $r_i - \\bar r = c\\,(r_i - \\bar r_{-i})$ where $\\bar r_{-i}$ is the mean "
@@ -406,7 +408,7 @@ def _build() -> dict[str, Exercise]:
                          mistakes=[(lambda p, t: round(t / p),
                                     "t/p treats the G tries as if their success chances "
                                     "added up; they compound: P(no success) = (1−p)^G.")]),
-        topic="zero-gradient"))
+        topic="zero-variance"))
     ex.append(Exercise(
         "derive-dynamic-sampling-cost", "derivation", "The cost of dynamic sampling",
         "DAPO's dynamic sampling discards groups whose rewards are all equal and samples more "
@@ -430,20 +432,21 @@ def _build() -> dict[str, Exercise]:
         topic="degenerate-groups"))
 
     # -- numeric ------------------------------------------------------------------------
-    ref = theory.zero_gradient_probability(0.3, 4)
+    ref = theory.zero_variance_probability(0.3, 4)
     ex.append(Exercise(
-        "zero-gradient-p03-g4", "numeric", "A dead group at p = 0.3, G = 4",
+        "zero-variance-p03-g4", "numeric", "A zero-variance group at p = 0.3, G = 4",
         "Binary rewards, pass rate $p = 0.3$, $G = 4$. What is the probability that the group "
         "gives no gradient? (4 decimals)",
         "$0.3^4 + 0.7^4 = 0.0081 + 0.2401 = 0.2482$.",
         answer=round(ref, 4), wrong_answer=0.2401,
         checker=numeric(ref, abs_=6e-4,
                         why="p^G + (1−p)^G = 0.0081 + 0.2401 = 0.2482: all fail or all pass.",
-                        hint="a group is dead if all G rewards are equal: all 0 or all 1.",
+                        hint="a group has zero variance if all G rewards are equal: all 0 or all "
+                             "1.",
                         mistakes=[(0.2401, "0.2401 is only the all-fail term (1−p)^G; all-pass "
-                                   "groups (p^G = 0.0081) are dead too."),
+                                   "groups (p^G = 0.0081) have zero variance too."),
                                   (0.0081, "0.0081 is only the all-pass term p^G.")]),
-        topic="zero-gradient"))
+        topic="zero-variance"))
     ref = float(theory.binary_advantages(1, 4, ddof=1, eps=1e-4)[0])
     ex.append(Exercise(
         "binary-advantage-g4-k1", "numeric", "One correct out of four",
@@ -472,7 +475,7 @@ def _build() -> dict[str, Exercise]:
                         hint="write the variance as a function of p and maximize it.",
                         mistakes=[(0.5, "0.5 is the largest standard deviation, not variance."),
                                   (1.0, "1 is the range of the reward; the variance is p(1−p).")]),
-        topic="zero-gradient"))
+        topic="zero-variance"))
     ref = theory.expected_informative_prompts(0.1, 4, theory.fixed_budget_prompts(512, 4))
     ex.append(Exercise(
         "budget-informative-p01-g4", "numeric", "Informative groups at a fixed budget",
@@ -491,7 +494,8 @@ def _build() -> dict[str, Exercise]:
                                    "176 multiplies the budget, not the number of prompts "
                                    "(budget/G = 128), by q."),
                                   (128 * (0.1 ** 4 + 0.9 ** 4),
-                                   "84 counts the dead groups; informative ones are B·(1 − "
+                                   "84 counts the zero-variance groups; informative ones are "
+                                   "B·(1 − "
                                    "p^G − (1−p)^G).")]),
         topic="cost-of-g"))
     ref = theory.dynamic_sampling_expected_completions(0.1, 16, 512)
@@ -548,7 +552,7 @@ def _build() -> dict[str, Exercise]:
             "b": "No: the 'halve' branch fires whenever p(1−p) < 0.2, i.e. p < 0.28 or p > 0.72.",
             "c": "Right: p(1−p) ≤ 1/4 < 0.8, so only halving is reachable.",
             "d": "No: no source for that saving was found; DAPO does not use this rule."}),
-        topic="zero-gradient"))
+        topic="zero-variance"))
     ex.append(Exercise(
         "card-length-bias", "conceptual", "Where GRPO's length bias comes from",
         "A card claims a larger G amplifies a reward model's length bias. What does Dr. GRPO "
@@ -654,22 +658,23 @@ def _build() -> dict[str, Exercise]:
                          what="advantages"),
         topic="normalization", func_name="advantages"))
     ex.append(Exercise(
-        "implement-zero-gradient-probability", "code", "Compute P(zero gradient)",
+        "implement-zero-variance-probability", "code", "Compute P(zero gradient)",
         "Write `p_zero(p, G)`: the probability that G i.i.d. Bernoulli(p) rewards are all "
         "equal. It must handle p = 0, p = 1 and G = 1.",
         "```python\ndef p_zero(p, G):\n    return p**G + (1 - p)**G\n```\nFor G = 1 this is 1: "
-        "one sample has nothing to be compared with. `grpolab.theory.zero_gradient_probability` "
+        "one sample has nothing to be compared with. `grpolab.theory.zero_variance_probability` "
         "computes the powers in log space so it stays accurate for G up to 10,000.",
         answer=lambda p, G: p ** G + (1 - p) ** G,
         wrong_answer=lambda p, G: (1 - p) ** G,
-        checker=function(theory.zero_gradient_probability, _P_G_INPUTS, rtol=1e-9, atol=1e-12,
+        checker=function(theory.zero_variance_probability, _P_G_INPUTS, rtol=1e-9, atol=1e-12,
                          why="p^G + (1−p)^G on every test input, including p ∈ {0, 1} and G = 1.",
                          mistakes=[(lambda p, G: (1 - p) ** G,
-                                    "Only the all-fail term: all-pass groups are dead too."),
+                                    "Only the all-fail term: all-pass groups have zero variance "
+                                    "too."),
                                    (lambda p, G: 1 - (1 - p) ** G,
                                     "That is P(at least one success), not P(all equal).")],
                          what="p_zero"),
-        topic="zero-gradient", func_name="p_zero"))
+        topic="zero-variance", func_name="p_zero"))
     ex.append(Exercise(
         "implement-leave-one-out", "code", "Implement RLOO advantages",
         "Write `rloo(rewards, G)` for flat prompt-major rewards: $r_i - \\bar r_{-i}$ where "
@@ -692,10 +697,11 @@ def _build() -> dict[str, Exercise]:
         topic="baseline-variance", func_name="rloo"))
     ex.append(Exercise(
         "implement-zero-variance-mask", "code", "Detect zero-variance groups robustly",
-        "Write `dead(rewards, G)` returning one boolean per group: True where all G rewards "
-        "are equal. Float rewards leave rounding residue (0.1 + 0.2 ≠ 0.3), so use a "
+        "Write `zero_variance(rewards, G)` returning one boolean per group: True where all G "
+        "rewards are equal. Float rewards leave rounding residue (0.1 + 0.2 ≠ 0.3), so use a "
         "tolerance of 1e-6 on the spread (max − min).",
-        "```python\ndef dead(rewards, G):\n    g = np.asarray(rewards, float).reshape(-1, G)\n"
+        "```python\ndef zero_variance(rewards, G):\n"
+        "    g = np.asarray(rewards, float).reshape(-1, G)\n"
         "    return g.max(axis=1) - g.min(axis=1) <= 1e-6\n```\nAn exact `std == 0` test "
         "misses residue groups, and dividing the residue by a tiny std inflates advantages "
         "(verl PR #4597, NeMo-RL PR #4161). Reference: "
@@ -708,8 +714,8 @@ def _build() -> dict[str, Exercise]:
                          mistakes=[(_exact_zero_std_mask,
                                     "An exact std == 0 test misses the group [0.1+0.2, 0.3, "
                                     "0.3, 0.3]: its std is ~3e-17, not 0. Use a tolerance.")],
-                         what="dead"),
-        topic="degenerate-groups", func_name="dead"))
+                         what="zero_variance"),
+        topic="degenerate-groups", func_name="zero_variance"))
     return {e.id: e for e in ex}
 
 
@@ -866,8 +872,8 @@ import numpy as np
 from grpolab.drill.exercises import check, list_exercises
 
 # How a checker answers: a common slip is named, the right value is confirmed.
-display(check("zero-gradient-p03-g4", 0.7 ** 4))
-check("zero-gradient-p03-g4", "24.82%")
+display(check("zero-variance-p03-g4", 0.7 ** 4))
+check("zero-variance-p03-g4", "24.82%")
 ```
 """
 

@@ -42,7 +42,7 @@ class Formula:
         title: a short name.
         latex: the equation, LaTeX without the ``$`` delimiters.
         meaning: one line: what it says and when it applies.
-        chapter: the derivation's book page, as a docname (``theory/03-zero-gradient``).
+        chapter: the derivation's book page, as a docname (``theory/03-zero-variance``).
         section: the section of that page named in the function's "Derived in" line.
         on_sheet: a formula a candidate should know cold (printed on the one-page sheet).
         also: other public names of ``grpolab.theory`` this entry covers (a constant, the
@@ -60,7 +60,7 @@ class Formula:
 
 
 F = Formula
-_BV, _ZG, _COST, _DEG = ("theory/02-baseline-variance", "theory/03-zero-gradient",
+_BV, _ZG, _COST, _DEG = ("theory/02-baseline-variance", "theory/03-zero-variance",
                          "theory/04-cost-of-g", "theory/05-degenerate-groups")
 
 #: The registry, in reading order (grouped by chapter).
@@ -96,17 +96,17 @@ FORMULAS: tuple[Formula, ...] = (
       "With N = B·G fixed, MSE = (c₁G + c₂ + c₃/G)/N is smallest at G*, whatever N is "
       "(arXiv 2603.01162, Thm 7).",
       _BV, "The minibatch form and G*", on_sheet=True),
-    # -- dead groups ----------------------------------------------------------------------
+    # -- zero-variance groups ----------------------------------------------------------------------
     F("all_fail_probability", "All fail",
       r"P(\text{all fail}) = (1-p)^G",
-      "Every completion wrong: one half of the dead-group probability.",
+      "Every completion wrong: one half of the zero-variance probability.",
       _ZG, "The derivation"),
     F("all_pass_probability", "All pass",
       r"P(\text{all pass}) = p^G",
       "Every completion right: the other half.",
       _ZG, "The derivation"),
-    F("zero_gradient_probability", "Zero-gradient (dead) group",
-      r"P(\text{dead}) = p^G + (1-p)^G",
+    F("zero_variance_probability", "Zero-variance (zero-variance) group",
+      r"P(\text{zero var.}) = p^G + (1-p)^G",
       "0/1 rewards: all G equal, so every advantage is 0. p = 0.1: 65.6% at G = 4, 18.5% at "
       "G = 16.",
       _ZG, "The derivation", on_sheet=True),
@@ -136,17 +136,17 @@ FORMULAS: tuple[Formula, ...] = (
       r"\mathbb E[(1-p)^G] = \frac{B(a,\,b+G)}{B(a,\,b)}",
       "The mirror image of the all-pass moment.",
       _ZG, "Averaging over difficulty"),
-    F("beta_zero_gradient_probability", "Dead groups over a spread of difficulty",
+    F("beta_zero_variance_probability", "Zero-variance groups over a spread of difficulty",
       r"\mathbb E[p^G + (1-p)^G] = \frac{B(a+G,b) + B(a,b+G)}{B(a,b)}",
       "p ~ Beta(a, b); 2/(G+1) for a uniform p. Falls only like G^(−min(a, b)): easy and hard "
-      "prompts stay dead however large G is.",
+      "prompts keep zero variance however large G is.",
       _ZG, "Averaging over difficulty", on_sheet=True),
-    F("empirical_zero_gradient_probability", "Predicted dead fraction of a dataset",
+    F("empirical_zero_variance_probability", "Predicted zero-variance fraction of a dataset",
       r"\frac1N \sum_{j=1}^N \big[p_j^G + (1-p_j)^G\big]",
       "Log it next to the observed zero-std fraction (TRL's frac_reward_zero_std).",
       _ZG, "Averaging over difficulty", on_sheet=True),
-    F("unbiased_zero_gradient_estimate", "Unbiased estimate of the dead probability",
-      r"\widehat{P}(\text{dead}) = \frac{\binom{k}{G} + \binom{n-k}{G}}{\binom{n}{G}}",
+    F("unbiased_zero_variance_estimate", "Unbiased estimate of the zero-variance probability",
+      r"\widehat{P}(\text{zero var.}) = \frac{\binom{k}{G} + \binom{n-k}{G}}{\binom{n}{G}}",
       "From k successes in n ≥ G trials; plugging p̂ = k/n into p^G is biased upward.",
       "labs/01-g-sweep", "Zero-variance groups: theory next to measurement"),
     # -- cost -----------------------------------------------------------------------------
@@ -240,7 +240,7 @@ RECIPES: tuple[Recipe, ...] = (
 # Page generation
 # ------------------------------------------------------------------------------------------
 def _chapter_short(chapter: str) -> str:
-    """``theory/03-zero-gradient`` -> ``ch. 3``; ``labs/01-g-sweep`` -> ``lab 1``."""
+    """``theory/03-zero-variance`` -> ``ch. 3``; ``labs/01-g-sweep`` -> ``lab 1``."""
     part, _, stem = chapter.partition("/")
     number = stem.split("-", 1)[0]
     if not number.isdigit():

@@ -34,8 +34,8 @@ __all__ = ["QUIZ_TOPICS", "InterviewResult", "Step", "parse_ticks", "plan", "run
 
 #: The theory topic each quiz question kind drills.
 QUIZ_TOPICS = {
-    "zero_gradient": "zero-gradient", "any_success": "zero-gradient",
-    "min_group_for_success": "zero-gradient", "uniform_difficulty": "zero-gradient",
+    "zero_variance": "zero-variance", "any_success": "zero-variance",
+    "min_group_for_success": "zero-variance", "uniform_difficulty": "zero-variance",
     "baseline_variance": "baseline-variance", "rloo_factor": "baseline-variance",
     "binary_advantage": "normalization", "ddof_ratio": "normalization",
     "dynamic_sampling": "degenerate-groups", "budget_prompts": "cost-of-g",

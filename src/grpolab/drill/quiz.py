@@ -110,11 +110,11 @@ _PS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 _GS = (2, 4, 8, 16, 32)
 
 
-def _zero_gradient(rng: random.Random) -> Question:
+def _zero_variance(rng: random.Random) -> Question:
     p, G = rng.choice(_PS), rng.choice((2, 4, 8, 16))
-    ans = theory.zero_gradient_probability(p, G)
+    ans = theory.zero_variance_probability(p, G)
     return Question(
-        "zero_gradient",
+        "zero_variance",
         f"Binary rewards, pass rate p = {p}, group size G = {G}: what is the probability "
         "that a group gives no gradient (all G rewards equal)?",
         ans,
@@ -271,22 +271,22 @@ def _ddof_ratio(rng: random.Random) -> Question:
 
 def _uniform_difficulty(rng: random.Random) -> Question:
     G = rng.choice((2, 4, 8, 16, 32, 64))
-    ans = theory.beta_zero_gradient_probability(G, 1.0, 1.0)
+    ans = theory.beta_zero_variance_probability(G, 1.0, 1.0)
     return Question(
         "uniform_difficulty",
         f"Prompt pass rates are spread uniformly over [0, 1]. With G = {G}, what fraction of "
-        "groups is dead (all rewards equal), on average over prompts?",
+        "groups has zero variance (all rewards equal), on average over prompts?",
         ans,
         f"E[p^G + (1-p)^G] with p ~ Uniform(0, 1) = 1/(G+1) + 1/(G+1) = 2/{G + 1} = "
         f"{_fmt(ans)}: it falls like 1/G, not exponentially, because easy and hard prompts "
-        "stay dead.",
+        "keep zero variance.",
         abs_tol=0.002, params={"G": G},
     )
 
 
 #: Question kinds: name -> generator(random.Random) -> Question.
 KINDS: dict[str, Callable[[random.Random], Question]] = {
-    "zero_gradient": _zero_gradient,
+    "zero_variance": _zero_variance,
     "any_success": _any_success,
     "min_group_for_success": _min_group_for_success,
     "baseline_variance": _baseline_variance,

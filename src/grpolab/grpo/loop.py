@@ -21,7 +21,7 @@ remedy labs (:mod:`grpolab.labs.remedies.run`) subclass it.
 Predicted zero-variance fraction: each training prompt keeps a window of its most recent
 ``census_samples`` binary rewards (seeded by a census of the starting policy). Before a
 step, the prediction for a prompt is the unbiased estimate of p^G + (1 − p)^G from that
-window (:func:`grpolab.theory.unbiased_zero_gradient_estimate`; the plug-in p̂^G runs
+window (:func:`grpolab.theory.unbiased_zero_variance_estimate`; the plug-in p̂^G runs
 high at large G); the step's own rewards enter the window afterwards.
 
 Derived in: book/theory/01-grpo-in-one-page.md (the objective); book/labs/01-g-sweep.md.
@@ -303,9 +303,9 @@ def run(config: GRPOConfig, out_dir: str | os.PathLike, *, cache_dir: str | None
             rw, sizes = batch.rewards, batch.group_sizes
             # zero-variance groups: observed now, predicted from the prompts' past rewards
             starts = np.cumsum([0] + sizes)[:-1]
-            dead = np.array([bool(zero_variance_groups(rw[s:s + g], g)[0])
+            zero_var = np.array([bool(zero_variance_groups(rw[s:s + g], g)[0])
                              for s, g in zip(starts, sizes, strict=True)])
-            observed = float(dead.mean())
+            observed = float(zero_var.mean())
             # predict every group before pushing any: a prompt may recur in a batch; the
             # unbiased estimate needs a window at least as wide as the group
             if _is_binary(rw) and max(sizes) <= width:
@@ -314,15 +314,15 @@ def run(config: GRPOConfig, out_dir: str | os.PathLike, *, cache_dir: str | None
                     u, p = window.predict([i], g)
                     pred.append(float(u[0]))
                     plug.append(float(p[0]))
-                rec.update(zero_gradient_predicted=float(np.mean(pred)),
-                           zero_gradient_predicted_plugin=float(np.mean(plug)))
-                zero_pred.append(rec["zero_gradient_predicted"])
+                rec.update(zero_variance_predicted=float(np.mean(pred)),
+                           zero_variance_predicted_plugin=float(np.mean(plug)))
+                zero_pred.append(rec["zero_variance_predicted"])
             if _is_binary(rw):
                 for s, g, i in zip(starts, sizes, batch.prompt_idx, strict=True):
                     window.push([i], [rw[s:s + g] > 0.5])
                 rec["pass_rate_estimate_mean"] = float(window.hits[batch.prompt_idx].mean())
             zero_obs.append(observed)
-            informative_used += int((~dead).sum())
+            informative_used += int((~zero_var).sum())
             groups_used += len(sizes)
             advantages = advantages_of(rw, sizes, config)
             metrics = grpo_update(model, optimizer, batch.rollout, advantages,
@@ -342,7 +342,7 @@ def run(config: GRPOConfig, out_dir: str | os.PathLike, *, cache_dir: str | None
             kls.append(metrics["kl"])
             last_roll = batch.rollout
             rec.update(reward_mean=float(rw.mean()), reward_std=float(rw.std()),
-                       zero_gradient_observed=observed, informative_fraction=1.0 - observed,
+                       zero_variance_observed=observed, informative_fraction=1.0 - observed,
                        groups=len(sizes), tokens=tokens, completion_length_mean=length,
                        **metrics)
         else:
@@ -380,8 +380,8 @@ def run(config: GRPOConfig, out_dir: str | os.PathLike, *, cache_dir: str | None
         "final_accuracy_by_difficulty": last["eval_greedy_accuracy_by_difficulty"],
         "initial_sampled_accuracy_by_difficulty": initial["eval_sampled_accuracy_by_difficulty"],
         "final_sampled_accuracy_by_difficulty": last["eval_sampled_accuracy_by_difficulty"],
-        "zero_gradient_observed": mean_obs, "zero_gradient_predicted": mean_pred,
-        "zero_gradient_abs_gap": (abs(mean_obs - mean_pred)
+        "zero_variance_observed": mean_obs, "zero_variance_predicted": mean_pred,
+        "zero_variance_abs_gap": (abs(mean_obs - mean_pred)
                                   if mean_obs is not None and mean_pred is not None else None),
         "grad_norm_mean": float(np.mean(grad_norms)) if grad_norms else None,
         "grad_norm_std": float(np.std(grad_norms)) if grad_norms else None,

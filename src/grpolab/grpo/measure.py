@@ -4,7 +4,7 @@ the running pass-rate window behind the zero-variance prediction, and gradient n
 None of these changes the policy. The loop (:mod:`grpolab.grpo.loop`) calls them, the labs
 call them directly (the sweep's gradient-noise measurement, the remedies' probes).
 
-Derived in: book/theory/03-zero-gradient.md (the prediction p^G + (1 − p)^G) and
+Derived in: book/theory/03-zero-variance.md (the prediction p^G + (1 − p)^G) and
 book/labs/01-g-sweep.md (the unbiased estimate from a window, the gradient noise).
 """
 
@@ -85,8 +85,8 @@ class PassRateWindow:
         """Unbiased and plug-in estimates of p^G + (1 − p)^G for prompts ``idx``."""
         k = self.hits[idx].sum(1)
         n = self.hits.shape[1]
-        unbiased = np.asarray(theory.unbiased_zero_gradient_estimate(k, np.full_like(k, n), G))
-        plug_in = np.asarray(theory.zero_gradient_probability(k / n, G))
+        unbiased = np.asarray(theory.unbiased_zero_variance_estimate(k, np.full_like(k, n), G))
+        plug_in = np.asarray(theory.zero_variance_probability(k / n, G))
         return unbiased, plug_in
 
     def push(self, idx, outcomes) -> None:
@@ -139,7 +139,7 @@ def gradient_noise(model, tokenizer, task, prompts, config, batches: int, seed: 
     gram = (stack @ stack.T).tolist()  # g_i · g_j: enough to bootstrap over batches
     stats = noise_from_gram(np.asarray(gram))
     return {"G": G, "prompts_per_step": B, "batches": batches, **stats,
-            "zero_gradient_fraction": float(np.mean(zero)), "gram": gram}
+            "zero_variance_fraction": float(np.mean(zero)), "gram": gram}
 
 
 def noise_from_gram(gram: np.ndarray) -> dict:

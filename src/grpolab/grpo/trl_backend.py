@@ -68,7 +68,7 @@ __all__ = ["RewardRecorder", "callback_class", "trl_args", "build_trainer", "run
 LOGGED_KEYS = (
     "step", "completions", "tokens", "seconds",
     "reward_mean", "reward_std",
-    "zero_gradient_observed", "zero_gradient_predicted", "zero_gradient_predicted_plugin",
+    "zero_variance_observed", "zero_variance_predicted", "zero_variance_predicted_plugin",
     "pass_rate_estimate_mean", "completion_length_mean",
     "completions_step", "groups", "informative_fraction",
     # the drift from the starting policy at each evaluation (grpolab's loop measures it on
@@ -303,16 +303,16 @@ def callback_class():
                 flat = groups.reshape(-1)
                 observed = float(zero_variance_groups(flat, self.G).mean())
                 rec.update(reward_mean=float(flat.mean()), reward_std=float(flat.std()),
-                           zero_gradient_observed=observed, groups=len(groups_idx),
+                           zero_variance_observed=observed, groups=len(groups_idx),
                            informative_fraction=1.0 - observed)
                 self.zero_obs.append(observed)
                 if np.all((flat == 0) | (flat == 1)) and self.window is not None:
                     unbiased, plug_in = self.window.predict(groups_idx, self.G)
                     self.window.push(groups_idx, groups > 0.5)
-                    rec.update(zero_gradient_predicted=float(unbiased.mean()),
-                               zero_gradient_predicted_plugin=float(plug_in.mean()),
+                    rec.update(zero_variance_predicted=float(unbiased.mean()),
+                               zero_variance_predicted_plugin=float(plug_in.mean()),
                                pass_rate_estimate_mean=float(self.window.hits[groups_idx].mean()))
-                    self.zero_pred.append(rec["zero_gradient_predicted"])
+                    self.zero_pred.append(rec["zero_variance_predicted"])
             # The whole generation batch (all processes), not just what this process scored.
             before = self.completions
             self.step_completions = (args.per_device_train_batch_size * args.world_size
@@ -453,9 +453,9 @@ def run(config, out_dir, *, cache_dir: str | None = None, census=None, progress:
         "final_sampled_accuracy": last["eval_sampled_accuracy"],
         "initial_accuracy_by_difficulty": initial["eval_greedy_accuracy_by_difficulty"],
         "final_accuracy_by_difficulty": last["eval_greedy_accuracy_by_difficulty"],
-        "zero_gradient_observed": float(np.mean(zero_obs)) if zero_obs else None,
-        "zero_gradient_predicted": float(np.mean(zero_pred)) if zero_pred else None,
-        "zero_gradient_abs_gap": (abs(float(np.mean(zero_obs)) - float(np.mean(zero_pred)))
+        "zero_variance_observed": float(np.mean(zero_obs)) if zero_obs else None,
+        "zero_variance_predicted": float(np.mean(zero_pred)) if zero_pred else None,
+        "zero_variance_abs_gap": (abs(float(np.mean(zero_obs)) - float(np.mean(zero_pred)))
                                   if zero_obs and zero_pred else None),
         "completions": callback.completions, "tokens": callback.tokens,
         "seconds": time.time() - start, "policy": source,
@@ -474,9 +474,9 @@ def _trl_version() -> str:
     return trl.__version__
 
 
-def zero_gradient_prediction(census: np.ndarray, G: int) -> float:
+def zero_variance_prediction(census: np.ndarray, G: int) -> float:
     """Mean unbiased estimate of p^G + (1 − p)^G over prompts from a pass/fail census."""
     census = np.asarray(census, dtype=bool)
     k = census.sum(1)
     n = np.full_like(k, census.shape[1])
-    return float(np.mean(theory.unbiased_zero_gradient_estimate(k, n, G)))
+    return float(np.mean(theory.unbiased_zero_variance_estimate(k, n, G)))

@@ -166,7 +166,7 @@
     ds.buckets.forEach(function (k) { bucketCount[k]++; });
     var res = {S: S, steps: steps, B: B, G: G,
       pass_rate: new Float64Array(S * (steps + 1)), completions: new Float64Array(S * (steps + 1)),
-      dead_observed: new Float64Array(S * steps), dead_predicted: new Float64Array(S * steps),
+      zero_variance_observed: new Float64Array(S * steps), zero_variance_predicted: new Float64Array(S * steps),
       bucket_pass_rate: new Float64Array(S * (steps + 1) * K), theta: new Float64Array(S * (N + 1))};
     var opts = {N: N, G: G, B: B, M: M, K: K, steps: steps, T: c.temperature, alpha: c.transfer,
       lr: c.learning_rate, beta: c.beta, wrongLen: c.wrong_length, lmax: Math.max(1, c.wrong_length),
@@ -210,7 +210,7 @@
         hsh = mix32((mix32((x ^ k1) >>> 0) ^ k2) >>> 0);
         idxAll[g] = eligible[Math.floor(hsh / 4294967296 * nElig)];
       }
-      var nInf = 0, deadFirst = 0, predFirst = 0, fullAt = -1;
+      var nInf = 0, zeroVarFirst = 0, predFirst = 0, fullAt = -1;
       for (g = 0; g < MB; g++) {
         var pg = p[idxAll[g]], kk = 0;
         for (i = 0; i < G; i++) {
@@ -222,12 +222,12 @@
         inf[g] = (kk > 0 && kk < G) ? 1 : 0;
         if (inf[g]) { nInf++; if (nInf === B && fullAt < 0) { fullAt = g; } }
         if (g < B) {
-          deadFirst += inf[g] ? 0 : 1;
+          zeroVarFirst += inf[g] ? 0 : 1;
           predFirst += ipow(pg, G) + ipow(1 - pg, G);
         }
       }
-      res.dead_observed[s * steps + t] = 1 - (B - deadFirst) / B;
-      res.dead_predicted[s * steps + t] = predFirst / B;
+      res.zero_variance_observed[s * steps + t] = 1 - (B - zeroVarFirst) / B;
+      res.zero_variance_predicted[s * steps + t] = predFirst / B;
       var rounds = 1;
       if (M > 1) {
         rounds = fullAt >= 0 ? Math.floor(fullAt / B) + 1 : M;
@@ -642,7 +642,7 @@
     this.figs = {};
     [["curves", "Learning curves: mean pass rate over all prompts (95% band over seeds)"],
      ["final", "Final pass rate against G, with the predicted G* = \u221a(c\u2083/c\u2081)"],
-     ["dead", "Dead groups over training: observed (solid) and p^G + (1\u2212p)^G (dashed)"],
+     ["zero_variance", "Zero-variance groups over training: observed (solid) and p^G + (1\u2212p)^G (dashed)"],
      ["buckets", "Final pass rate per difficulty bucket (starting pass rate p\u2080)"]].forEach(function (f) {
       var box = h("div", "grpolab-toy-figure", grid);
       h("p", "grpolab-title", box, f[1]);
@@ -726,8 +726,8 @@
   Playground.prototype.draw = function (ds, results, gstar) {
     var st = this.state, self = this;
     var colorOf = function (G) { return COLORS[G_CHOICES.indexOf(G) % COLORS.length]; };
-    var curves = [], dead = [], finals = {x: [], y: [], lo: [], hi: []}, buckets = [];
-    var rows = [["G", "prompts per step B", "final pass rate (95% CI)", "dead groups observed", "p^G + (1\u2212p)^G", "completions"]];
+    var curves = [], zeroVar = [], finals = {x: [], y: [], lo: [], hi: []}, buckets = [];
+    var rows = [["G", "prompts per step B", "final pass rate (95% CI)", "zero-variance groups observed", "p^G + (1\u2212p)^G", "completions"]];
     results.forEach(function (r) {
       var R = r.res, S = R.S, T1 = R.steps + 1, stride = Math.max(1, Math.floor(R.steps / 100));
       var x = [], y = [], lo = [], hi = [], dx = [], dobs = [], dpred = [];
@@ -739,18 +739,18 @@
         x.push(st.x_axis === "steps" ? tt : band(R.completions, S, T1, tt)[0]); y.push(pr[0]); lo.push(pr[0] - pr[1]); hi.push(pr[0] + pr[1]);
       });
       for (var u = 0; u < R.steps; u += stride) {
-        dx.push(u); dobs.push(band(R.dead_observed, S, R.steps, u)[0]); dpred.push(band(R.dead_predicted, S, R.steps, u)[0]);
+        dx.push(u); dobs.push(band(R.zero_variance_observed, S, R.steps, u)[0]); dpred.push(band(R.zero_variance_predicted, S, R.steps, u)[0]);
       }
       curves.push({label: "G = " + r.G, color: colorOf(r.G), x: x, y: y, lo: lo, hi: hi});
-      dead.push({label: "G = " + r.G + " observed", color: colorOf(r.G), x: dx, y: dobs});
-      dead.push({label: "G = " + r.G + " predicted", color: colorOf(r.G), x: dx, y: dpred, dash: "5 3", width: 1.5});
+      zeroVar.push({label: "G = " + r.G + " observed", color: colorOf(r.G), x: dx, y: dobs});
+      zeroVar.push({label: "G = " + r.G + " predicted", color: colorOf(r.G), x: dx, y: dpred, dash: "5 3", width: 1.5});
       var fin = band(R.pass_rate, S, T1, T1 - 1);
       finals.x.push(r.G); finals.y.push(fin[0]); finals.lo.push(fin[0] - fin[1]); finals.hi.push(fin[0] + fin[1]);
       var K = BUCKET_LABELS.length, by = [];
       for (var k = 0; k < K; k++) { by.push(band(R.bucket_pass_rate, S, T1, T1 - 1, K, k)[0]); }
       buckets.push({label: "G = " + r.G, color: colorOf(r.G), x: [0, 1, 2, 3], y: by, points: true});
       var dobsAll = 0, dpredAll = 0;
-      for (var i = 0; i < S * R.steps; i++) { dobsAll += R.dead_observed[i]; dpredAll += R.dead_predicted[i]; }
+      for (var i = 0; i < S * R.steps; i++) { dobsAll += R.zero_variance_observed[i]; dpredAll += R.zero_variance_predicted[i]; }
       rows.push([String(r.G), String(R.B), fmt(fin[0], 3) + " \u00b1 " + fmt(fin[1], 2), fmt(dobsAll / (S * R.steps), 3),
         fmt(dpredAll / (S * R.steps), 3), fmt(band(R.completions, S, T1, T1 - 1)[0], 4)]);
     });
@@ -763,7 +763,7 @@
       {label: "start", color: "#8c959f", x: [gmin, gmax], y: [firstStart, firstStart], dash: "2 3", width: 1}],
       markers: [{x: gs, label: "G* = " + fmt(gs, 3)}], xlabel: "group size G", ylabel: "final pass rate", logx: true,
       xlim: [gmin, gmax], xticks: ticks, ylim: padded(finals.lo.concat(finals.hi, [firstStart]))});
-    chart(this.figs.dead, {series: dead, xlabel: "step", ylabel: "fraction of groups with no signal", ylim: [0, 1]});
+    chart(this.figs.zero_variance, {series: zeroVar, xlabel: "step", ylabel: "fraction of groups with no signal", ylim: [0, 1]});
     chart(this.figs.buckets, {series: buckets, xlabel: "difficulty bucket (starting pass rate)", ylabel: "final pass rate", ylim: [0, 1],
       xlim: [-0.3, 3.3], xticks: [0, 1, 2, 3], xtickLabels: function (t) { return BUCKET_LABELS[t] || ""; }});
     // legend + readouts

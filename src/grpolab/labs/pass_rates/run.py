@@ -4,7 +4,7 @@ For every prompt we sample ``samples`` completions (n ≥ 16) with the lab's rol
 (:func:`grpolab.grpo.rollout.sample`: the prompt is encoded once and its KV cache shared by the
 n samples) and score them with the task's binary reward. The pass rate of prompt j is
 p̂_j = k_j / n. Averaged over prompts, p^G + (1 − p)^G is the fraction of GRPO groups of
-size G that carry no gradient (:func:`grpolab.theory.empirical_zero_gradient_probability`).
+size G that carry no gradient (:func:`grpolab.theory.empirical_zero_variance_probability`).
 
 The check is honest about reuse: the n samples of each prompt are split in halves. The
 first half *estimates* p̂_j; the second half is cut into disjoint groups of G, and the
@@ -12,7 +12,7 @@ fraction of those groups whose rewards are all equal is the *observed* zero-vari
 fraction. Prediction and observation share no samples. Predictions are given both as
 the plug-in mean of p̂^G + (1 − p̂)^G (biased upward at large G, because E[p̂^G] ≠ p^G) and
 as the unbiased U-statistic [C(k, G) + C(m − k, G)] / C(m, G)
-(:func:`grpolab.theory.unbiased_zero_gradient_estimate`).
+(:func:`grpolab.theory.unbiased_zero_variance_estimate`).
 
 Runs are resumable: the per-prompt records are rewritten atomically after every prompt,
 and a rerun with the same configuration skips finished prompts. Each prompt's draws come
@@ -37,7 +37,7 @@ import numpy as np
 from grpolab._validate import as_positive_int
 
 __all__ = ["PassRateConfig", "measure", "summarize", "plot", "run", "RESULTS_FILE",
-           "pass_rate_figure", "zero_gradient_figure", "committed_results", "REPRODUCE"]
+           "pass_rate_figure", "zero_variance_figure", "committed_results", "REPRODUCE"]
 
 RESULTS_FILE = "pass_rates.json"
 DEFAULT_GS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
@@ -132,7 +132,7 @@ def measure(model, tokenizer, task, prompts, config: PassRateConfig, *, done: li
 
 
 def summarize(records: list[dict], check_Gs=(2, 4, 8, 16), Gs=DEFAULT_GS) -> dict:
-    """Distribution of pass rates, the implied zero-gradient curve, and the held-out check.
+    """Distribution of pass rates, the implied zero-variance curve, and the held-out check.
 
     Returns a dict with ``pass_rate_mean``, ``fraction_never`` (p̂ = 0), ``fraction_always``
     (p̂ = 1), ``by_difficulty``, ``histogram`` (n + 1 bins, one per possible k), ``curve``
@@ -169,8 +169,8 @@ def summarize(records: list[dict], check_Gs=(2, 4, 8, 16), Gs=DEFAULT_GS) -> dic
     Gs = [int(G) for G in Gs]
     out["curve"] = {
         "G": Gs,
-        "plug_in": [float(theory.empirical_zero_gradient_probability(p, G)) for G in Gs],
-        "unbiased": [float(np.mean(theory.unbiased_zero_gradient_estimate(
+        "plug_in": [float(theory.empirical_zero_variance_probability(p, G)) for G in Gs],
+        "unbiased": [float(np.mean(theory.unbiased_zero_variance_estimate(
             k, np.full_like(k, n), G))) if G <= n else None for G in Gs],
     }
     # Held-out check: estimate on the first half, observe disjoint groups in the second half.
@@ -183,16 +183,16 @@ def summarize(records: list[dict], check_Gs=(2, 4, 8, 16), Gs=DEFAULT_GS) -> dic
         if G > half:
             continue
         groups = second[:, : (half // G) * G].reshape(len(R), half // G, G)
-        dead = (groups.min(-1) == groups.max(-1))  # all rewards equal: zero variance
-        obs = float(dead.mean())
-        n_groups = int(dead.size)
+        zero_var = (groups.min(-1) == groups.max(-1))  # all rewards equal: zero variance
+        obs = float(zero_var.mean())
+        n_groups = int(zero_var.size)
         checks.append({
             "G": G, "groups": n_groups, "observed": obs,
             # binomial standard error; groups of one prompt share p, so this is a lower bound
             "observed_se": float(np.sqrt(max(obs * (1 - obs), 1e-12) / n_groups)),
-            "predicted_plug_in": float(theory.empirical_zero_gradient_probability(k1 / half, G)),
+            "predicted_plug_in": float(theory.empirical_zero_variance_probability(k1 / half, G)),
             "predicted_unbiased": float(np.mean(
-                theory.unbiased_zero_gradient_estimate(k1, np.full_like(k1, half), G))),
+                theory.unbiased_zero_variance_estimate(k1, np.full_like(k1, half), G))),
         })
     out["check"] = checks
     out["check_mean_abs_gap_unbiased"] = (
@@ -220,7 +220,7 @@ def pass_rate_figure(result: dict):
     return fig
 
 
-def zero_gradient_figure(result: dict):
+def zero_variance_figure(result: dict):
     """Predicted P(zero gradient) vs G from the measured pass rates, with the held-out check."""
     import matplotlib.pyplot as plt
 
@@ -242,21 +242,21 @@ def zero_gradient_figure(result: dict):
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("group size G")
     ax.set_ylabel("P(zero gradient)")
-    ax.set_title("Dead groups implied by the measured pass rates")
+    ax.set_title("Zero-variance groups implied by the measured pass rates")
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
 
 
 def plot(result: dict, out_dir: str) -> list[str]:
-    """Write ``pass_rates.{png,svg}`` and ``zero_gradient.{png,svg}``; return the paths."""
+    """Write ``pass_rates.{png,svg}`` and ``zero_variance.{png,svg}``; return the paths."""
     import matplotlib
 
     matplotlib.use("Agg")
     from grpolab.labs.sweep.report import save_figure
 
     paths = []
-    for name, make in (("pass_rates", pass_rate_figure), ("zero_gradient", zero_gradient_figure)):
+    for name, make in (("pass_rates", pass_rate_figure), ("zero_variance", zero_variance_figure)):
         paths += save_figure(make(result), out_dir, name, dpi=120)
     return paths
 

@@ -67,7 +67,7 @@ def _probe_temperature(model, tokenizer, task, prompts, census, *, seed: int = 0
     For each temperature, ``n`` completions of the same ``n_prompts`` training prompts are
     drawn twice. The first draw estimates each prompt's pass rate and gives the prediction,
     the unbiased estimate of p^G + (1 − p)^G, C(k, G)/C(n, G) + C(n − k, G)/C(n, G)
-    (:func:`grpolab.theory.unbiased_zero_gradient_estimate`). The second, independent draw
+    (:func:`grpolab.theory.unbiased_zero_variance_estimate`). The second, independent draw
     is cut into n/G disjoint groups of G per prompt, which gives the observed fractions.
     """
     gen = torch.Generator().manual_seed(seed)
@@ -89,7 +89,7 @@ def _probe_temperature(model, tokenizer, task, prompts, census, *, seed: int = 0
                 continue
             groups = rw2.reshape(-1, G)
             tgroups = texts2.reshape(-1, G)
-            predicted = np.asarray(theory.unbiased_zero_gradient_estimate(
+            predicted = np.asarray(theory.unbiased_zero_variance_estimate(
                 k, np.full_like(k, n), G))
             rows.append({
                 "temperature": T, "G": G, "prompts": len(sub), "groups": int(groups.shape[0]),

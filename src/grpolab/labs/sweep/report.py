@@ -3,7 +3,7 @@
 - ``accuracy.{png,svg}``: held-out greedy accuracy per G, mean and min–max band across
   seeds, against steps (per-step view) and against completions (per-completion view), one
   row per regime.
-- ``zero_gradient.{png,svg}``: fraction of zero-variance groups vs G: the closed form
+- ``zero_variance.{png,svg}``: fraction of zero-variance groups vs G: the closed form
   mean_j p_j^G + (1 − p_j)^G over the warm start's census pass rates, next to the observed
   fraction and the running prediction of every run.
 - ``gradient_noise.{png,svg}``: trace variance of the batch gradient at the warm start vs G,
@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-__all__ = ["find_results", "plot_sweep", "load_curves", "plot_accuracy", "plot_zero_gradient",
+__all__ = ["find_results", "plot_sweep", "load_curves", "plot_accuracy", "plot_zero_variance",
            "plot_gradient_noise", "read_sweep_summary"]
 
 
@@ -36,8 +36,8 @@ def find_results(relative: str = "labs/results/cpu-full") -> str:
                             f"'grpolab lab sweep --preset cpu-full --out {relative}' first")
 
 
-_RUN_KEYS = ("regime", "G", "seed", "zero_gradient_observed", "zero_gradient_predicted")
-_REGIME_KEYS = ("zero_gradient_at_warm_start_theory",)
+_RUN_KEYS = ("regime", "G", "seed", "zero_variance_observed", "zero_variance_predicted")
+_REGIME_KEYS = ("zero_variance_at_warm_start_theory",)
 _CURVE_KEYS = ("regime", "G", "seed", "step", "completions", "eval_greedy_accuracy")
 
 
@@ -129,28 +129,28 @@ def plot_accuracy(rows: list[dict], regimes: list[str], metric: str = "eval_gree
     return fig
 
 
-def plot_zero_gradient(summary: dict, regimes: list[str]):
+def plot_zero_variance(summary: dict, regimes: list[str]):
     """Zero-variance fraction vs G: closed form at the warm start, observed, predicted."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(regimes), figsize=(4.6 * len(regimes), 3.4), squeeze=False)
     for ax, regime in zip(axes[0], regimes, strict=True):
         info = summary["regimes"][regime]
-        th = {int(k): v for k, v in info["zero_gradient_at_warm_start_theory"].items()}
+        th = {int(k): v for k, v in info["zero_variance_at_warm_start_theory"].items()}
         if th:
             Gs = sorted(th)
             ax.plot(Gs, [th[G] for G in Gs], "k-", label="theory at warm start\n"
                     "mean of p^G+(1-p)^G (census)")
         runs = [r for r in summary["runs"] if r["regime"] == regime]
-        ax.scatter([r["G"] for r in runs], [r["zero_gradient_observed"] for r in runs],
+        ax.scatter([r["G"] for r in runs], [r["zero_variance_observed"] for r in runs],
                    marker="o", color="C0", label="observed (run mean)", zorder=3)
-        pred = [r for r in runs if r["zero_gradient_predicted"] is not None]
-        ax.scatter([r["G"] * 1.08 for r in pred], [r["zero_gradient_predicted"] for r in pred],
+        pred = [r for r in runs if r["zero_variance_predicted"] is not None]
+        ax.scatter([r["G"] * 1.08 for r in pred], [r["zero_variance_predicted"] for r in pred],
                    marker="x", color="C3", label="predicted from running\np estimates", zorder=3)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("G")
         ax.set_ylabel("fraction of zero-variance groups")
-        gap = info.get("zero_gradient_mean_abs_gap")
+        gap = info.get("zero_variance_mean_abs_gap")
         ax.set_title(f"{regime}" + (f" (mean |gap| {gap:.3f})" if gap is not None else ""))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
@@ -227,7 +227,7 @@ def plot_sweep(out: str) -> list[str]:
     plots = os.path.join(out, "plots")
     os.makedirs(plots, exist_ok=True)
     paths = save_figure(plot_accuracy(load_curves(out), regimes), plots, "accuracy")
-    paths += save_figure(plot_zero_gradient(summary, regimes), plots, "zero_gradient")
+    paths += save_figure(plot_zero_variance(summary, regimes), plots, "zero_variance")
     paths += save_figure(plot_gradient_noise(summary, regimes), plots, "gradient_noise")
     return paths
 

@@ -49,8 +49,8 @@ __all__ = ["run_sweep", "aggregate", "regime_verdicts", "PRIMARY_METRIC"]
 
 # steps.csv keeps every STEP_STRIDE-th step of every run, these columns (small enough to commit)
 STEP_STRIDE = 5
-STEP_COLUMNS = ("step", "completions", "reward_mean", "zero_gradient_observed",
-                "zero_gradient_predicted", "zero_gradient_predicted_plugin", "grad_norm",
+STEP_COLUMNS = ("step", "completions", "reward_mean", "zero_variance_observed",
+                "zero_variance_predicted", "zero_variance_predicted_plugin", "grad_norm",
                 "entropy", "kl", "seconds")
 
 
@@ -233,8 +233,8 @@ def aggregate(out: str, preset: SweepPreset) -> dict:
                 runs.append(s)
                 plug_in = []
                 for rec in log_records:
-                    if "zero_gradient_predicted_plugin" in rec:
-                        plug_in.append(rec["zero_gradient_predicted_plugin"])
+                    if "zero_variance_predicted_plugin" in rec:
+                        plug_in.append(rec["zero_variance_predicted_plugin"])
                     step = rec["step"]
                     if step > 0 and (step % STEP_STRIDE == 0 or step == 1):
                         step_rows.append({"regime": regime.name, "G": G, "seed": seed,
@@ -247,7 +247,7 @@ def aggregate(out: str, preset: SweepPreset) -> dict:
                             "eval_sampled_accuracy": rec["eval_sampled_accuracy"],
                             **{f"greedy_d{k}": v for k, v in
                                rec["eval_greedy_accuracy_by_difficulty"].items()}})
-                s["zero_gradient_predicted_plugin"] = float(np.mean(plug_in)) if plug_in else None
+                s["zero_variance_predicted_plugin"] = float(np.mean(plug_in)) if plug_in else None
     per_regime = {}
     for regime in preset.regimes:
         mine = [r for r in runs if r["regime"] == regime.name]
@@ -256,9 +256,9 @@ def aggregate(out: str, preset: SweepPreset) -> dict:
         final_by_G: dict[int, list[float]] = {}
         for r in mine:
             final_by_G.setdefault(r["G"], []).append(r["final_accuracy"])
-        gaps = [r["zero_gradient_abs_gap"] for r in mine if r["zero_gradient_abs_gap"] is not None]
-        gaps_plugin = [abs(r["zero_gradient_predicted_plugin"] - r["zero_gradient_observed"])
-                       for r in mine if r["zero_gradient_predicted_plugin"] is not None]
+        gaps = [r["zero_variance_abs_gap"] for r in mine if r["zero_variance_abs_gap"] is not None]
+        gaps_plugin = [abs(r["zero_variance_predicted_plugin"] - r["zero_variance_observed"])
+                       for r in mine if r["zero_variance_predicted_plugin"] is not None]
         census_path = _census_path(out, regime)
         theory_zero, theory_zero_plugin = {}, {}
         if os.path.isfile(census_path):
@@ -267,9 +267,9 @@ def aggregate(out: str, preset: SweepPreset) -> dict:
             for G in preset.group_sizes:
                 if G <= n:  # mean over prompts of the unbiased estimate of p^G + (1-p)^G
                     theory_zero[int(G)] = float(np.mean(
-                        theory.unbiased_zero_gradient_estimate(k, np.full_like(k, n), G)))
+                        theory.unbiased_zero_variance_estimate(k, np.full_like(k, n), G)))
                 theory_zero_plugin[int(G)] = float(
-                    theory.empirical_zero_gradient_probability(k / n, G))
+                    theory.empirical_zero_variance_probability(k / n, G))
         per_regime[regime.name] = {
             "mode": regime.mode,
             "initial_accuracy": mine[0]["initial_accuracy"],
@@ -278,17 +278,17 @@ def aggregate(out: str, preset: SweepPreset) -> dict:
                                         for G, v in final_by_G.items()},
             "accuracy_rose_above_warm_start": bool(
                 np.mean([r["final_accuracy"] for r in mine]) > mine[0]["initial_accuracy"]),
-            "zero_gradient_mean_abs_gap": float(np.mean(gaps)) if gaps else None,
-            "zero_gradient_mean_abs_gap_plugin": float(np.mean(gaps_plugin)) if gaps_plugin
+            "zero_variance_mean_abs_gap": float(np.mean(gaps)) if gaps else None,
+            "zero_variance_mean_abs_gap_plugin": float(np.mean(gaps_plugin)) if gaps_plugin
             else None,
-            "zero_gradient_at_warm_start_theory": theory_zero,
-            "zero_gradient_at_warm_start_theory_plugin": theory_zero_plugin,
+            "zero_variance_at_warm_start_theory": theory_zero,
+            "zero_variance_at_warm_start_theory_plugin": theory_zero_plugin,
             **regime_verdicts(mine, regime.name),
         }
-    all_gaps = [r["zero_gradient_abs_gap"] for r in runs if r["zero_gradient_abs_gap"] is not None]
+    all_gaps = [r["zero_variance_abs_gap"] for r in runs if r["zero_variance_abs_gap"] is not None]
     summary = {
         "preset": preset.name, "runs": runs, "regimes": per_regime,
-        "zero_gradient_mean_abs_gap": float(np.mean(all_gaps)) if all_gaps else None,
+        "zero_variance_mean_abs_gap": float(np.mean(all_gaps)) if all_gaps else None,
         "runs_finished": len(runs),
         "runs_planned": len(preset.regimes) * len(preset.group_sizes) * len(preset.seeds),
     }
