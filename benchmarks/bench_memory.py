@@ -9,7 +9,7 @@ Side by side, in alternation (A, B, A, B, ...):
 - ``floor``: a process that imports torch, transformers and grpolab, builds the tiny model
   and samples one batch: the memory any PyTorch GRPO run pays before it trains;
 - ``sweep``: the cpu-quick sweep through the CLI (``--quick``: the same preset through
-  :func:`grpolab.labs.sweep.run.run_sweep` shrunk to 2 steps, G ∈ {2, 4}, one seed, a 10-step warm
+  :func:`grpolab.labs.sweep.sweep.run_sweep` shrunk to 2 steps, G ∈ {2, 4}, one seed, a 10-step warm
   start and 32 training prompts: the same code path in about 20 seconds).
 
 The figure compared is the largest process's ``ru_maxrss``. The tree sum counts pages
@@ -46,7 +46,7 @@ import torch
 torch.set_num_threads({threads})
 import transformers
 import grpolab.grpo.loop  # noqa: F401  (the lab's modules: rollout, grpo, tasks)
-from grpolab.models.tiny import build_tiny_model
+from grpolab.models.tiny_llama import build_tiny_model
 from grpolab.grpo.rollout import sample
 model, tok = build_tiny_model(seed=0)
 sample(model, tok, ["12+34="] * 8, 8, max_new_tokens=6)
@@ -58,11 +58,12 @@ import torch
 torch.set_num_threads({threads})
 from dataclasses import replace
 from grpolab.labs.sweep.presets import get_preset
-from grpolab.labs.sweep.run import run_sweep
+from grpolab.grpo.config import apply_overrides
+from grpolab.labs.sweep.sweep import run_sweep
 p = get_preset({preset!r}, steps=2, group_sizes=[2, 4], seeds=[0])
 kw = dict(p.config.task_kwargs, n_train=200, n_eval=40)
-cfg = p.config.with_overrides(task_kwargs=kw, max_train_prompts=32,
-                              warmstart=replace(p.config.warmstart, steps=10, task_kwargs=kw))
+cfg = apply_overrides(p.config, task_kwargs=kw, max_train_prompts=32,
+                      warmstart=replace(p.config.warmstart, steps=10, task_kwargs=kw))
 p = replace(p, config=cfg, noise_batches=2)
 run_sweep(p, sys.argv[1], progress=False, plots=False, log=lambda *a, **k: None)
 """

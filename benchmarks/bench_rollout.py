@@ -10,9 +10,7 @@ Sides, interleaved in one process on the same model object, prompts and settings
   transformers user would write;
 - ``generic``: the same sampler on its architecture-agnostic path (``fast=False``: one
   ``model.forward`` per token with a ``DynamicCache``), to show what the hand-written
-  Llama decode loop (``grpolab.grpo.decode``, the default for these models) buys;
-- ``python_loop`` (CPU): that decode loop with its compiled step (``decode_kernel.cpp``)
-  turned off, every step in Python: what the kernel buys.
+  Llama decode loop (``grpolab.grpo.fast_llama``, the default for these models) buys.
 
 On SmolLM2 the unshared and generic sides are skipped at G = 64 (to keep the run short).
 
@@ -76,7 +74,7 @@ def lab_prompts(n: int = 64) -> list[str]:
     """The first training prompts of the lab's task (sums of 1- to 4-digit numbers)."""
     try:
         from grpolab.labs.sweep.presets import TASK_KWARGS
-        from grpolab.tasks.arithmetic import get_task
+        from grpolab.tasks.registry import get_task
 
         return [p.text for p in get_task("arithmetic", **TASK_KWARGS).train_prompts[:n]]
     except ImportError:  # the lab's modules are optional here
@@ -86,7 +84,7 @@ def lab_prompts(n: int = 64) -> list[str]:
 def load(name: str, device: str = "cpu"):
     """``(model, tokenizer, prompts)`` for ``tiny`` or ``smollm2``, in eval mode on ``device``."""
     if name == "tiny":
-        from grpolab.models.tiny import build_tiny_model
+        from grpolab.models.tiny_llama import build_tiny_model
 
         model, tok = build_tiny_model(seed=0)
         return model.to(device).eval(), tok, lab_prompts()
@@ -110,7 +108,7 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int,
     """Rows for ``cases`` of (B prompts, G, max_new_tokens T, whether the target applies)."""
     import torch
 
-    from grpolab.grpo.decode import supports
+    from grpolab.grpo.fast_llama import supports
     from grpolab.grpo.rollout import encode_prompts, sample
 
     model, tok, all_prompts = load(name, device)
@@ -151,23 +149,9 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int,
             sync()
             assert out.shape == (n, P + T), f"generate returned {tuple(out.shape)}"
 
-        def python_loop(G=G, T=T, n=n, prompts=prompts):
-            from grpolab.grpo import decode
-
-            kernel, decode._KERNEL = decode._KERNEL, None  # the same loop without the kernel
-            try:
-                r = sample(model, ftok, prompts, G, max_new_tokens=T, temperature=1.0,
-                           top_p=1.0, generator=gen)
-            finally:
-                decode._KERNEL = kernel
-            sync()
-            assert r.tokens_generated == n * T, "grpolab (python loop) stopped early"
-
         sides = {"shared": shared, "generate": generate}
         if with_unshared(name, G):
             sides["unshared"] = unshared
-        if on_cpu and kernel_built() and with_unshared(name, G):
-            sides["python_loop"] = python_loop
         if with_unshared(name, G):
             def generic(G=G, T=T, n=n, prompts=prompts):
                 r = sample(model, ftok, prompts, G, max_new_tokens=T, temperature=1.0,
@@ -183,8 +167,7 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int,
         gate = cpu_rate if on_cpu else rate  # CUDA: CPU time does not measure GPU work
         rows.append(Row(
             case=f"{name} vs generate {settings}",
-            ours_label="grpolab.grpo.rollout.sample (Llama decode loop, prompt encoded once)"
-                       + (", compiled step" if on_cpu and kernel_built() else ""),
+            ours_label="grpolab.grpo.rollout.sample (Llama decode loop, prompt encoded once)",
             baseline_label="model.generate(do_sample=True, num_return_sequences=G)",
             ours=rate["shared"], baseline=rate["generate"], unit="completions/s",
             ratio=rate["shared"] / rate["generate"],
@@ -203,11 +186,8 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int,
                          "grpolab.grpo.rollout.sample, prompt encoded once",
                          "grpolab.grpo.rollout.sample, prompt repeated G times"),
             "generic": ("fast vs generic decode",
-                        "grpolab.grpo.rollout.sample (grpolab.grpo.decode loop)",
+                        "grpolab.grpo.rollout.sample (grpolab.grpo.fast_llama loop)",
                         "grpolab.grpo.rollout.sample(fast=False): model.forward per token"),
-            "python_loop": ("compiled step vs python loop",
-                            "grpolab.grpo.decode with its compiled step (decode_kernel.cpp)",
-                            "the same decode loop with every step in Python"),
         }
         for side, (what, ours_label, baseline_label) in comparisons.items():
             if side in t:
@@ -221,13 +201,6 @@ def bench_model(name: str, cases: list[tuple[int, int, int, bool]], reps: int,
         for row in rows[-len(t) + 1:]:
             print_row(BENCH, row)
     return rows
-
-
-def kernel_built() -> bool:
-    """Whether the sampler's compiled decode step is in use here (it builds on first use)."""
-    from grpolab.grpo import decode
-
-    return decode._kernel() is not None
 
 
 def device_settings(device: str) -> dict:
@@ -287,7 +260,6 @@ def main(argv=None) -> int:
                                           for b, g, t, tg in plan[m][0]] for m in models},
                             "reps": {m: args.reps or plan[m][1] for m in models},
                             "calls_per_rep": {m: plan[m][2] for m in models},
-                            "compiled_decode_step": args.device == "cpu" and kernel_built(),
                             **device_settings(args.device)})
 
 

@@ -114,12 +114,13 @@ def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float,
     from transformers import TrainerCallback
     from trl import GRPOTrainer
 
+    from grpolab.advantages import group_advantages
     from grpolab.grpo.config import GRPOConfig as OurConfig
-    from grpolab.grpo.loss import compute_advantages, grpo_update
+    from grpolab.grpo.loss import grpo_update
     from grpolab.grpo.rollout import sample
     from grpolab.grpo.trl_backend import trl_args
-    from grpolab.models.tiny import build_tiny_model
-    from grpolab.tasks.arithmetic import get_task
+    from grpolab.models.tiny_llama import build_tiny_model
+    from grpolab.tasks.registry import get_task
 
     task = get_task("arithmetic")
     prompts = task.train_prompts
@@ -133,7 +134,7 @@ def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float,
     no_eos = vocab + 7
     ftok = FixedLengthTokenizer(tok, no_eos)
 
-    # ---- grpolab: the loop body of grpolab.grpo.loop.run (rollout → reward → advantages → update)
+    # ---- grpolab: the loop body of grpolab.grpo.loop.train (rollout, reward, advantages, update)
     def make_step(policy, sampler, fast=None):
         optimizer = torch.optim.AdamW(policy.parameters(), lr=lr, weight_decay=0.0)
         gen = torch.Generator(device=device).manual_seed(0)
@@ -145,7 +146,7 @@ def bench_case(B: int, G: int, T: int, steps: int, warmup: int, lr: float,
             rollout = sampler(policy, ftok, [p.text for p in batch], G, max_new_tokens=T,
                               temperature=1.0, top_p=1.0, generator=gen)
             rewards = [score(s, batch[i // G].answer) for i, s in enumerate(rollout.texts)]
-            adv = compute_advantages(rewards, G, "group")
+            adv = group_advantages(torch.as_tensor(rewards, dtype=torch.float32), G)
             grpo_update(policy, optimizer, rollout, adv, num_iterations=1, epsilon=0.2,
                         beta=0.0, loss_type="dapo", temperature=1.0, max_grad_norm=1.0,
                         max_completion_length=T, fast=fast)

@@ -105,7 +105,7 @@ def main() -> int:
 
     from grpolab.grpo.loss import compute_advantages, grpo_update
     from grpolab.grpo.rollout import sample
-    from grpolab.models.tiny import build_tiny_model
+    from grpolab.models.tiny_llama import build_tiny_model
 
     torch.set_num_threads(1)
     B, G, T = 8, 8, 6

@@ -60,7 +60,7 @@ def main() -> int:
     from bench_rollout import TINY_PROMPTS, FixedLengthTokenizer
 
     from grpolab.grpo.rollout import encode_prompts, sample
-    from grpolab.models.tiny import build_tiny_model
+    from grpolab.models.tiny_llama import build_tiny_model
 
     B, G, T = SHAPE["B"], SHAPE["G"], SHAPE["T"]
     model, tok = build_tiny_model(seed=0)
@@ -83,14 +83,15 @@ def main() -> int:
                                num_return_sequences=G, max_new_tokens=T, top_k=0, top_p=1.0,
                                eos_token_id=ftok.eos_token_id, pad_token_id=tok.pad_token_id)
     elif what in ("step", "step-generic"):
-        from grpolab.grpo.loss import compute_advantages, grpo_update
+        from grpolab.advantages import group_advantages
+        from grpolab.grpo.loss import grpo_update
 
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5, weight_decay=0.0)
         fast = None if what == "step" else False
 
         def f():
             r = sample(model, ftok, prompts, G, max_new_tokens=T, generator=gen, fast=fast)
-            adv = compute_advantages([float(i % 3 == 0) for i in range(B * G)], G, "group")
+            adv = group_advantages(torch.tensor([float(i % 3 == 0) for i in range(B * G)]), G)
             grpo_update(model, opt, r, adv, max_completion_length=T, fast=fast)
     elif what == "smollm2":
         from bench_rollout import load

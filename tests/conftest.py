@@ -18,6 +18,47 @@ import tempfile
 
 import pytest
 
+#: The tiny world the training tests share: 1- and 2-digit sums and a 30-step warm start,
+#: trained once per session into :func:`tiny_cache` (its cache key names these settings).
+TINY_TASK = {"digits": [1, 2], "operands": [2], "ops": "+", "n_train": 120, "n_eval": 40,
+             "seed": 0}
+TINY_WARM_STEPS = 30
+
+
+def tiny_warm_start():
+    """The shared warm-start config (a fresh object: tests may replace fields)."""
+    from grpolab.grpo.warmstart import WarmStartConfig
+
+    return WarmStartConfig(task_kwargs=dict(TINY_TASK), steps=TINY_WARM_STEPS)
+
+
+@pytest.fixture(scope="session")
+def tiny_cache(tmp_path_factory) -> str:
+    """One warm-start cache folder for the session: every test that trains from
+    :func:`tiny_warm_start` with ``cache_dir=tiny_cache`` reuses one trained warm start."""
+    import torch
+
+    from grpolab.grpo.warmstart import warm_start
+
+    folder = str(tmp_path_factory.mktemp("tiny-warm-start"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the warm start's key includes the thread count
+    try:
+        warm_start(tiny_warm_start(), folder, device="cpu")
+    finally:
+        torch.set_num_threads(threads)
+    return folder
+
+
+def with_warm_start(out, tiny_cache: str):
+    """``out`` with the session's warm start copied into ``out/cache`` (where a sweep or a
+    remedy item looks for it), so the run does not train it again; returns ``out``."""
+    import shutil
+    from pathlib import Path
+
+    shutil.copytree(tiny_cache, Path(out) / "cache", dirs_exist_ok=True)
+    return out
+
 
 @pytest.fixture(scope="session", autouse=True)
 def private_cache_and_temp_dirs(tmp_path_factory):
@@ -29,27 +70,6 @@ def private_cache_and_temp_dirs(tmp_path_factory):
         patch.setenv(var, str(tmp))
     patch.setattr(tempfile, "tempdir", str(tmp))
     yield {"cache": cache, "tmp": tmp}
-    patch.undo()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def compiled_decode_kernel(request, private_cache_and_temp_dirs):
-    """The sampler's compiled step (``grpolab/grpo/decode_kernel.cpp``) is built into
-    pytest's own cache folder (kept between sessions, never the user's home), and built
-    before any test runs: otherwise the first test to sample, perhaps in a subprocess
-    whose stderr it checks line by line, would also print the one-time build message."""
-    import importlib.util
-    import os
-
-    folder = request.config.cache.mkdir("grpolab-kernels")
-    patch = pytest.MonkeyPatch()
-    patch.setenv("GRPOLAB_KERNEL_DIR", str(folder))
-    if importlib.util.find_spec("torch") is not None and os.environ.get(
-            "GRPOLAB_DECODE_KERNEL", "1") != "0":
-        from grpolab.grpo import decode
-
-        decode._kernel()  # a failure warns and falls back; CI turns that into a failure
-    yield folder
     patch.undo()
 
 

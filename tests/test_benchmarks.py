@@ -105,7 +105,7 @@ def test_book_quick(tmp_path):
 @pytest.mark.slow
 def test_memory_quick(tmp_path):
     pytest.importorskip("psutil")
-    pytest.importorskip("grpolab.labs.sweep.run")
+    pytest.importorskip("grpolab.labs.sweep.sweep")
     lines, data = run_script("memory", tmp_path=tmp_path, timeout=900)
     assert lines[0]["unit"].startswith("MiB peak RSS")
     assert data["rows"][0]["ours"] > data["rows"][0]["baseline"] * 0.5

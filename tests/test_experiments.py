@@ -1,6 +1,7 @@
-"""Tests of the remedy labs (grpolab.labs.remedies.run, remedy_items, remedy_report, and the
-grpolab.labs.remedies): configs, rollout merging, a seconds-long remedy run, resume,
-the shared pool, aggregation and the CLI's errors. A 30-step warm start keeps them fast."""
+"""Tests of the remedy labs (grpolab.labs.remedies: sources, items, report; the reward
+wrappers of grpolab.tasks.rewards): configs, rollout merging, a seconds-long remedy run per
+batch source, resume, the shared pool, aggregation and the CLI's errors. They train from the
+session's shared 30-step warm start (``tiny_cache`` in conftest.py)."""
 
 from __future__ import annotations
 
@@ -11,22 +12,22 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import TINY_TASK, tiny_warm_start
 from grpolab.cli.main import main
 from grpolab.grpo.rollout import merge_rollouts
-from grpolab.grpo.warmstart import WarmStartConfig
 from grpolab.labs.remedies import items as remedy_items
 from grpolab.labs.remedies import report as remedy_report
-from grpolab.labs.remedies import run as remedy_lab
+from grpolab.labs.remedies import sources as remedy_sources
 from grpolab.labs.remedies.items import ITEMS
-from grpolab.labs.remedies.run import LengthBiasedReward, lab_config, run_lab
-from grpolab.tasks.arithmetic import ArithmeticTask, Prompt
+from grpolab.labs.remedies.remedy import SOURCE_NAMES, lab_config
+from grpolab.labs.remedies.sources import SOURCES, remedy_task, train_remedy
+from grpolab.tasks.arithmetic import ArithmeticTask
+from grpolab.tasks.base import Prompt
+from grpolab.tasks.rewards import LengthBiasedReward
 
-SMALL_TASK = {"digits": [1, 2], "operands": [2], "ops": "+", "n_train": 120, "n_eval": 40,
-              "seed": 0}
-
-
+SMALL_TASK = TINY_TASK
 SMALL = dict(task_kwargs=dict(SMALL_TASK), train_difficulties=[1, 2],
-             warmstart=WarmStartConfig(task_kwargs=dict(SMALL_TASK), steps=30),
+             warmstart=tiny_warm_start(),
              num_generations=4, prompts_per_step=4, completion_budget=64, eval_every=32,
              max_eval_prompts=12, eval_samples=1, census_samples=4, max_train_prompts=40,
              learning_rate=1e-4)
@@ -38,8 +39,12 @@ def small_config(**kw):
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("remedy-cache"))
+def cache(tiny_cache):
+    return tiny_cache
+
+
+def test_every_source_name_is_registered():
+    assert set(SOURCES) == set(SOURCE_NAMES) and len(SOURCES) == len(SOURCE_NAMES)
 
 
 def test_every_item_config_validates():
@@ -52,8 +57,8 @@ def test_every_item_config_validates():
 
 
 @pytest.mark.parametrize("field,value,match", [
-    ("remedy", "magic", "remedy"), ("num_generations", 1, "num.generations"),
-    ("band_low", 1.5, "band_low"), ("advantage_ddof", 2, "advantage.ddof"),
+    ("source", "magic", "source"), ("num_generations", 1, "num.generations"),
+    ("band_low", 1.5, "band.low"), ("advantage_ddof", 2, "advantage.ddof"),
     ("loss_type", "ppo", "loss.type"), ("completion_budget", 0, "completion.budget"),
 ])
 def test_bad_configs_name_the_field(field, value, match):
@@ -74,19 +79,19 @@ def test_length_biased_reward_prefers_long_or_short():
 
 
 def test_every_reward_variant_keeps_the_same_prompts():
-    base = remedy_lab.make_task(*small_config())
+    base = remedy_task(*small_config())
     for reward in ("partial", "noisy", "length_long", "length_short"):
-        t = remedy_lab.make_task(*small_config(reward=reward, noise_q=0.2))
+        t = remedy_task(*small_config(reward=reward, noise_q=0.2))
         assert t.train_prompts == base.train_prompts and t.eval_prompts == base.eval_prompts
-    partial = remedy_lab.make_task(*small_config(reward="partial"))
+    partial = remedy_task(*small_config(reward="partial"))
     p = base.train_prompts[0]
     assert partial.reward(p, p.answer) == 1.0 and partial.correct(p, p.answer)
     assert 0 <= partial.reward(p, "9" + p.answer[1:]) < 1
 
 
 def test_merge_rollouts_repads_and_keeps_rows(cache):
-    from grpolab.grpo.loop import load_policy
     from grpolab.grpo.rollout import sample
+    from grpolab.grpo.setup import load_policy
 
     cfg, _ = small_config()
     model, tok, _ = load_policy(cfg, cache, "cpu")
@@ -106,16 +111,15 @@ def test_merge_rollouts_repads_and_keeps_rows(cache):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("remedy", ["none", "dynamic_sampling", "band", "curriculum",
-                                    "adaptive_g_signal", "allocate", "adaptive_g_card"])
+@pytest.mark.parametrize("remedy", sorted(SOURCES))
 def test_remedy_runs_spend_the_budget_and_log(tmp_path, cache, remedy):
     torch.set_num_threads(1)
-    cfg, rem = small_config(remedy=remedy, max_batches=2, curriculum_min_steps=1,
+    cfg, rem = small_config(source=remedy, max_batches=2, curriculum_min_steps=1,
                             completion_budget=48)
-    s = run_lab(cfg, rem, tmp_path, cache_dir=cache, progress=False)
+    s = train_remedy(cfg, rem, tmp_path, cache_dir=cache, progress=False)
     assert s["completions"] >= cfg.completion_budget
     assert s["grpolab_version"] and s["git_commit"] and s["device"].startswith("cpu")
-    assert s["remedy"] == remedy and s["remedy_config"]["remedy"] == remedy
+    assert s["batches"] == remedy and s["remedy_config"]["source"] == remedy
     assert s["config"]["completion_budget"] == 48  # the one GRPOConfig, recorded whole
     assert 0 <= s["final_accuracy"] <= 1
     if s["updates"]:
@@ -134,22 +138,22 @@ def test_remedy_runs_spend_the_budget_and_log(tmp_path, cache, remedy):
 
 def test_same_seed_same_numbers(tmp_path, cache):
     torch.set_num_threads(1)
-    cfg, rem = small_config(remedy="band", completion_budget=32)
-    a = run_lab(cfg, rem, tmp_path / "a", cache_dir=cache, progress=False)
-    b = run_lab(cfg, rem, tmp_path / "b", cache_dir=cache, progress=False)
+    cfg, rem = small_config(source="band", completion_budget=32)
+    a = train_remedy(cfg, rem, tmp_path / "a", cache_dir=cache, progress=False)
+    b = train_remedy(cfg, rem, tmp_path / "b", cache_dir=cache, progress=False)
     keys = ("final_accuracy", "informative_groups_used", "tokens", "completions")
     assert {k: a[k] for k in keys} == {k: b[k] for k in keys}
 
 
 def test_run_item_resumes_shares_the_pool_and_aggregates(tmp_path, cache, monkeypatch):
     torch.set_num_threads(1)
-    item = remedy_items.Item("toy", "toy item", arms={"plain": {}, "same-again": {}},
-                            base=dict(SMALL, completion_budget=32), seeds=[0, 1, 2])
+    item = remedy_items.LabItem("toy", "toy item", arms={"plain": {}, "same-again": {}},
+                                base=dict(SMALL, completion_budget=32), seeds=[0, 1, 2])
     monkeypatch.setitem(ITEMS, "toy", item)
     calls = []
-    real = remedy_lab.run_lab
-    # run_item calls the run_lab of the module that defines it: patch it there
-    monkeypatch.setattr(remedy_items, "run_lab",
+    real = remedy_sources.train_remedy
+    # run_item calls the train_remedy it imported: patch it there
+    monkeypatch.setattr(remedy_items, "train_remedy",
                         lambda *a, **k: calls.append(1) or real(*a, **k))
     out = tmp_path / "toy"
     res = remedy_items.run_item("toy", out, cache_dir=cache, progress=False, log=lambda m: None)
@@ -175,11 +179,8 @@ def test_run_item_resumes_shares_the_pool_and_aggregates(tmp_path, cache, monkey
     assert json.loads((pub / "results.json").read_text())["results"]["plain"]["final_accuracy"]
 
 
-def test_cli_rejects_bad_input(capsys):
-    assert main(["remedies", "--item", "dynamic-sampling", "--budget", "0"]) == 2
-    assert "budget" in capsys.readouterr().err
-    assert main(["remedies"]) == 2
-    assert "--item" in capsys.readouterr().err
+def test_cli_lists_items_and_refuses_an_unknown_one(capsys):
+    # (the other refusals are rows of tests/test_reliability.py's BAD_INPUT table)
     with pytest.raises(SystemExit) as e:
         main(["remedies", "--item", "nope"])
     assert e.value.code == 2
@@ -190,7 +191,7 @@ def test_cli_rejects_bad_input(capsys):
 def test_dynamic_sampling_theory_reads_the_logs(tmp_path):
     d = tmp_path / "runs" / "dynamic" / "seed0"
     d.mkdir(parents=True)
-    cfg, rem = lab_config(remedy="dynamic_sampling")
+    cfg, rem = lab_config(source="dynamic_sampling")
     (d / "summary.json").write_text(json.dumps({"config": cfg.to_dict(),
                                                 "remedy_config": vars(rem)}))
     recs = [{"q_predicted": 0.5, "generation_batches": 2, "completions_step": 128,
@@ -207,20 +208,20 @@ def test_dynamic_sampling_theory_reads_the_logs(tmp_path):
 
 
 def test_probes_measure_what_they_say(cache):
-    from grpolab.grpo.loop import load_policy
+    from grpolab.grpo.setup import load_policy
 
     torch.set_num_threads(1)
     cfg, _ = small_config()
     model, tok, _ = load_policy(cfg, cache, "cpu")
     task = ArithmeticTask(**SMALL_TASK)
-    rows = remedy_items._probe_temperature(model, tok, task, task.train_prompts, None,
+    rows = remedy_items._probe_temperature(model, tok, task, task.train_prompts, cfg,
                                            n_prompts=4, n=8)["rows"]
     assert {r["temperature"] for r in rows} == {0.2, 0.7, 1.0, 1.3}
     for r in rows:
         assert 1 <= r["distinct_mean"] <= r["G"]
         assert 0 <= r["zero_variance_observed"] <= 1 and 0 <= r["zero_variance_predicted"] <= 1
         assert r["groups"] == 4 * 8 // r["G"]
-    card = remedy_items._probe_card_rule(model, tok, task, task.train_prompts, None, steps=3,
+    card = remedy_items._probe_card_rule(model, tok, task, task.train_prompts, cfg, steps=3,
                                          window=2)
     assert card["binary"]["doubled"] == 0  # a 0/1 reward can never trigger "double"
     assert card["binary"]["max_variance"] <= 0.25 + 1e-9

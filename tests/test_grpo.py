@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from grpolab.grpo.loss import LOSS_TYPES, compute_advantages, grpo_loss
+from grpolab.advantages import group_advantages
+from grpolab.grpo.loss import LOSS_TYPES, grpo_loss
 
 # Two completions, three token slots; the first completion has two real tokens.
 LOGP = [[-0.5, -1.0, -2.0], [-0.3, -0.2, -0.9]]
@@ -73,7 +74,7 @@ def test_on_policy_gradient_is_the_advantage_weighted_score():
 
 
 def test_advantages_come_from_grpolab_advantages():
-    adv = compute_advantages([1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0], 4)
+    adv = group_advantages(torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]), 4)
     torch.testing.assert_close(adv[:4], torch.tensor([1.5, -0.5, -0.5, -0.5]), atol=1e-3,
                                rtol=0)
     assert torch.all(adv[4:] == 0)  # a zero-variance group carries no signal

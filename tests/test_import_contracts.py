@@ -8,6 +8,7 @@ is in the torch-free contract, and the contracts do break when the rule they sta
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -161,3 +162,28 @@ def test_contracts_break_when_their_rule_is_broken(tmp_path, edits, broken):
     assert out.returncode != 0, out.stdout
     report = out.stdout.split("Broken contracts")[-1].replace("\n", " ")
     assert broken in report, out.stdout
+
+
+#: A grpolab module imported by a string (import_module / __import__ with a "grpolab..." name)
+#: is invisible to import-linter: a cycle could hide behind it.
+_STRING_IMPORT = re.compile(r"""(import_module|__import__)\(\s*f?["']grpolab""")
+
+
+def string_imports(root: Path) -> list[str]:
+    """``file:line`` of every string import of a grpolab module below ``root``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if _STRING_IMPORT.search(line):
+                found.append(f"{path.relative_to(root)}:{n}")
+    return found
+
+
+def test_no_grpolab_module_is_imported_by_a_string():
+    assert string_imports(SRC) == []
+
+
+def test_the_string_import_check_finds_one(tmp_path):
+    (tmp_path / "m.py").write_text('import importlib\nx = importlib.import_module("grpolab.x")\n'
+                                   'y = importlib.import_module(f"grpolab.cli.{n}")\n')
+    assert string_imports(tmp_path) == ["m.py:2", "m.py:3"]

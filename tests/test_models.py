@@ -5,7 +5,7 @@ import os
 import pytest
 import torch
 
-from grpolab.models.tiny import build_tiny_model, count_parameters, load_causal_lm
+from grpolab.models.tiny_llama import build_tiny_model, count_parameters, load_causal_lm
 from grpolab.models.tokenizer import CharTokenizer
 
 

@@ -23,18 +23,18 @@ import numpy as np
 import pytest
 import torch
 
-import grpolab.grpo.loop
+import grpolab.grpo.backends
+from conftest import TINY_TASK, tiny_warm_start, with_warm_start
 from grpolab.cli.main import main
-from grpolab.grpo.warmstart import WarmStartConfig
 from grpolab.labs.remedies import items as remedy_items
 from grpolab.labs.remedies import report as remedy_report
 from grpolab.labs.remedies.items import ITEMS
 from grpolab.labs.sweep.presets import Regime, get_preset
-from grpolab.labs.sweep.run import run_sweep
+from grpolab.labs.sweep.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
-TASK = {"digits": [1, 2], "n_train": 120, "n_eval": 30}
-WARM = WarmStartConfig(task_kwargs=TASK, steps=5)
+TASK = TINY_TASK
+WARM = tiny_warm_start()
 
 
 def tiny_preset(**overrides):
@@ -75,9 +75,11 @@ BAD_INPUT = [
     pytest.param([*SWEEP, "--out", "OUT", "--threads", "1e12"], 2, "invalid int value",
                  id="sweep-threads-not-an-int"),
     pytest.param([*SWEEP, "--out", "OUT", "--budget", str(2**40)], 2,
-                 "at most 16384 are allowed", id="sweep-budget-beyond-memory"),
+                 "--budget must be <= 16384 (a step holds all its completions in memory)",
+                 id="sweep-budget-beyond-memory"),
     pytest.param([*SWEEP, "--out", "OUT", "--mode", "prompts", "--prompts-per-step", "20000"],
-                 2, "completions per step", id="sweep-prompts-per-step-beyond-memory"),
+                 2, "--prompts-per-step must be <= 16384",
+                 id="sweep-prompts-per-step-beyond-memory"),
     pytest.param([*SWEEP, "--out", "OUT", "--mode", "prompts", "--prompts-per-step", "501"],
                  2, "larger than the 500 training prompts",
                  id="sweep-more-prompts-than-training-set"),
@@ -89,7 +91,7 @@ BAD_INPUT = [
     pytest.param([*SWEEP, "--out", "OUT", "--learning-rate", "1e308"], 2,
                  "--learning-rate must be <= 1", id="sweep-huge-learning-rate"),
     pytest.param([*SWEEP, "--out", "OUT", "--warmstart-steps", "0"], 2,
-                 "--warmstart-steps must be >= 1", id="sweep-zero-warmstart"),
+                 "--warmstart-steps must be an integer in [1,", id="sweep-zero-warmstart"),
     pytest.param([*TRAIN, "--out", "OUT", "--learning-rate", "1e308"], 2,
                  "--learning-rate must be <= 1", id="train-huge-learning-rate"),
     pytest.param([*TRAIN, "--out", "OUT", "--prompts-per-step", "20000"], 2,
@@ -123,10 +125,10 @@ BAD_INPUT = [
     pytest.param([*REMEDIES, "--out", "OUT", "--budget", str(2**40)], 2,
                  "--completion-budget must be an integer in", id="remedies-huge-budget"),
     # 3. duplicates and flags that would do nothing
-    pytest.param([*SWEEP, "--out", "OUT", "--G", "2", "2"], 2, "--G lists a value twice",
-                 id="sweep-duplicate-G"),
-    pytest.param([*SWEEP, "--out", "OUT", "--seeds", "0", "0"], 2, "--seeds lists a seed twice",
-                 id="sweep-duplicate-seed"),
+    pytest.param([*SWEEP, "--out", "OUT", "--G", "2", "2"], 2,
+                 "--G must name at least one value, each once", id="sweep-duplicate-G"),
+    pytest.param([*SWEEP, "--out", "OUT", "--seeds", "0", "0"], 2,
+                 "--seeds must name at least one value, each once", id="sweep-duplicate-seed"),
     pytest.param([*SWEEP, "--out", "OUT", "--mode", "prompts", "--budget", "32"], 2,
                  "--budget does nothing in prompts mode", id="sweep-budget-in-prompts-mode"),
     pytest.param([*SWEEP, "--out", "OUT", "--prompts-per-step", "4"], 2,
@@ -140,6 +142,46 @@ BAD_INPUT = [
                  "--arms lists B2-G32", id="remedies-duplicate-arm"),
     pytest.param([*REMEDIES, "--out", "OUT", "--arms", "nope"], 2, "not an arm of",
                  id="remedies-unknown-arm"),
+    # 2. the rest of the sweep's, train's and remedies' refusals (one table for the CLI)
+    *[pytest.param([*SWEEP, "--out", "OUT", *argv], 2, fragment, id=f"sweep-{name}")
+      for name, argv, fragment in (
+          ("G-not-dividing-the-budget", ["--G", "3"], "not a multiple of G=3"),
+          ("G-1", ["--G", "1"], "--num-generations must be >= 2"),
+          ("zero-steps", ["--steps", "0"], "--steps must be an integer in [1,"),
+          ("unknown-regime", ["--regimes", "easy"], "not a regime"),
+          ("negative-learning-rate", ["--learning-rate", "-1"],
+           "--learning-rate must be a positive finite number"))],
+    pytest.param(["lab", "sweep", "--preset", "nope", "--out", "OUT"], 2,
+                 "preset must be one of", id="sweep-unknown-preset"),
+    *[pytest.param(["lab", "train", "--out", "OUT", *argv], 2, fragment, id=f"train-{name}")
+      for name, argv, fragment in (
+          ("float-not-a-float", ["--learning-rate", "abc"],
+           "--learning-rate: invalid float value: 'abc'"),
+          ("G-not-an-int", ["--G", "2.5"], "invalid int value"),
+          ("unknown-warmstart-key", ["--warmstart", '{"nope": 1}'], "unknown keys nope"),
+          ("task-kwargs-not-an-object", ["--task-kwargs", "[1]"], "expected a JSON object"),
+          ("task-kwargs-not-json", ["--task-kwargs", "{bad"], "not JSON"),
+          ("G-1", ["--G", "1"], "--num-generations must be >= 2"),
+          ("negative-learning-rate", ["--learning-rate", "-1"],
+           "--learning-rate must be a positive finite number"),
+          ("unknown-loss-type", ["--loss-type", "ppo"],
+           "--loss-type must be one of grpo, bnpo, dr_grpo, dapo"),
+          ("unknown-preset", ["--preset", "nope"], "preset must be one of"),
+          ("unknown-regime", ["--preset", "cpu-quick", "--regime", "nope"],
+           "--regime: 'nope' is not a regime"),
+          ("G-not-dividing-the-budget", ["--preset", "gpu-smollm2", "--G", "3"],
+           "budget 64 is not a multiple of G=3"),
+          ("vllm-without-trl", ["--use-vllm"], "--use-vllm and --lora-r need --backend trl"),
+          ("none-mixed-with-values", ["--train-difficulties", "1", "none"],
+           "'none' cannot be mixed"))],
+    *[pytest.param([*REMEDIES, "--out", "OUT", *argv], 2, fragment, id=f"remedies-{name}")
+      for name, argv, fragment in (
+          ("zero-budget", ["--budget", "0"], "--completion-budget must be"),
+          ("override-what-the-arms-vary", ["--num-generations", "8"],
+           "what the arms of prompts-x-g vary"),
+          ("bad-remedy-field", ["--band-low", "2"], "--band-low must be <= 1"))],
+    pytest.param(["remedies", "--out", "OUT"], 2, "--item is required",
+                 id="remedies-no-item"),
     # 4. output folders
     *[pytest.param([*cmd, "--out", where], 2, fragment, id=f"{name}-out-{kind}")
       for name, cmd in (("sweep", SWEEP), ("train", TRAIN), ("remedies", REMEDIES),
@@ -202,9 +244,9 @@ def test_refusals_come_before_torch_is_imported():
 
 # ----------------------------------------------------------------------------- a sweep
 @pytest.fixture(scope="module")
-def finished_sweep(tmp_path_factory) -> Path:
+def finished_sweep(tmp_path_factory, tiny_cache) -> Path:
     torch.set_num_threads(1)
-    out = tmp_path_factory.mktemp("sweep") / "done"
+    out = with_warm_start(tmp_path_factory.mktemp("sweep") / "done", tiny_cache)
     run_sweep(tiny_preset(), out, progress=False, plots=False, log=quiet)
     return out
 
@@ -256,14 +298,15 @@ def test_adding_G32_reuses_the_census_and_extends_gradient_noise(sweep):
     assert all(r["made_from"]["warmstart_key"] == WARM.key() for r in noise)
 
 
-def test_killed_before_the_first_run_then_another_warm_start_rebuilds(tmp_path, monkeypatch):
+def test_killed_before_the_first_run_then_another_warm_start_rebuilds(tmp_path, monkeypatch,
+                                                                     tiny_cache):
     torch.set_num_threads(1)
-    out = tmp_path / "sweep"
+    out = with_warm_start(tmp_path / "sweep", tiny_cache)
 
     def killed(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(grpolab.grpo.loop, "run", killed)
+    monkeypatch.setattr(grpolab.grpo.backends, "train", killed)
     with pytest.raises(KeyboardInterrupt):
         run_sweep(tiny_preset(), out, progress=False, plots=False, log=quiet)
     old = json.loads((out / "census-d1-2.json").read_text())["inputs"]["warmstart_key"]
@@ -352,15 +395,15 @@ def test_lab_plot_on_a_damaged_or_foreign_summary(sweep, capsys):
         assert err.startswith(f"error: {summary}") and fragment in err and err.count("\n") == 1
 
 
-def test_kill_9_then_resume(tmp_path):
+def test_kill_9_then_resume(tmp_path, tiny_cache):
     """SIGKILL in the middle of the second run (no handler can run), then the same sweep
     again: the finished run is untouched and the sweep completes."""
-    out = tmp_path / "sweep"
+    out = with_warm_start(tmp_path / "sweep", tiny_cache)
     script = textwrap.dedent(f"""
         import sys, torch
         sys.path.insert(0, {str(ROOT / "tests")!r})
         from test_reliability import tiny_preset, quiet
-        from grpolab.labs.sweep.run import run_sweep
+        from grpolab.labs.sweep.sweep import run_sweep
         torch.set_num_threads(1)
         run_sweep(tiny_preset(seeds=[0, 1], steps=10), {str(out)!r}, progress=False,
                   plots=False, log=quiet)
@@ -401,7 +444,8 @@ SMALL = dict(task_kwargs=dict(TASK), train_difficulties=[1, 2], warmstart=WARM,
 
 @pytest.fixture
 def toy_item(monkeypatch):
-    item = remedy_items.Item("toy", "toy item", arms={"plain": {}}, base=dict(SMALL), seeds=[0])
+    item = remedy_items.LabItem("toy", "toy item", arms={"plain": {}}, base=dict(SMALL),
+                                seeds=[0])
     monkeypatch.setitem(ITEMS, "toy", item)
     return item
 
@@ -413,9 +457,10 @@ def test_remedy_rerun_with_another_budget_is_refused_not_relabelled(toy_item, tm
     run_dir.mkdir(parents=True)
     cfg, _ = toy_item.config("plain", 0)  # a finished 64-completion run of this arm
     (run_dir / "summary.json").write_text(json.dumps({"config": cfg.to_dict(), "steps": 4}))
-    monkeypatch.setattr(remedy_items, "run_lab", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setattr(remedy_items, "train_remedy", lambda *a, **k: pytest.fail("trained"))
     with pytest.raises(ValueError, match="completion_budget 64 -> 128"):
-        remedy_items.run_item("toy", out, budget=128, progress=False, log=quiet)
+        remedy_items.run_item("toy", out, overrides={"completion_budget": 128}, progress=False,
+                              log=quiet)
     assert not (out / "item.json").exists()  # refused before anything was written
 
 
@@ -426,8 +471,8 @@ def test_remedy_rerun_with_other_threads_is_refused(toy_item, tmp_path, monkeypa
     cfg, _ = toy_item.config("plain", 0)
     torch.set_num_threads(1)
     (run_dir / "summary.json").write_text(json.dumps(
-        {"config": cfg.to_dict(), "steps": 4, "warmstart_key": cfg.warmstart.key()}))
-    monkeypatch.setattr(remedy_items, "run_lab", lambda *a, **k: pytest.fail("trained"))
+        {"config": cfg.to_dict(), "steps": 4, "warmstart_key": cfg.warmstart_key}))
+    monkeypatch.setattr(remedy_items, "train_remedy", lambda *a, **k: pytest.fail("trained"))
     try:
         torch.set_num_threads(2)
         with pytest.raises(ValueError, match="was trained from warm start"):
@@ -441,10 +486,10 @@ def test_remedy_pool_goes_under_out(toy_item, tmp_path, monkeypatch):
     out = tmp_path / "toy"
     cfg, rem = toy_item.config("plain", 0)
 
-    def fake_run_lab(config, remedy, run_dir, **kwargs):
+    def fake_train_remedy(config, remedy, run_dir, **kwargs):
         raise KeyboardInterrupt  # only the layout matters here
 
-    monkeypatch.setattr(remedy_items, "run_lab", fake_run_lab)
+    monkeypatch.setattr(remedy_items, "train_remedy", fake_train_remedy)
     with pytest.raises(KeyboardInterrupt):
         remedy_items.run_item("toy", out, progress=False, log=quiet)
     pooled = out / "_pool" / remedy_items.config_key(cfg, rem)
@@ -458,7 +503,7 @@ def test_remedy_pool_goes_under_out(toy_item, tmp_path, monkeypatch):
 def test_diverged_training_is_a_one_line_error(tmp_path, monkeypatch, capsys):
     """A run whose weights diverge raises FloatingPointError deep in the loop (non-finite
     metrics or logits); the CLI reports it in one line with a non-zero exit, no traceback."""
-    import grpolab.labs.sweep.run as sweep_run
+    import grpolab.labs.sweep.sweep as sweep_run
 
     def diverge(*args, **kwargs):
         raise FloatingPointError("non-finite GRPO metrics at step 3: {...}; lower "

@@ -89,12 +89,12 @@ def test_pass_rate_for_informative_inverts_the_closed_form():
 # ----------------------------------------------------------------------------- pass rates, band
 def test_pass_rate_estimates_from_census_and_update():
     census = np.array([[1, 1, 0, 0], [0, 0, 0, 0]])
-    est = remedies.PassRateEstimates.from_census(census, decay=0.5)
+    est = remedies.DecayedPassRates.from_census(census, decay=0.5)
     assert est.p.tolist() == [0.5, 0.0]
     est.update([1], [np.ones(4)])  # successes 0·0.5 + 4, trials 4·0.5 + 4
     assert est.p[1] == pytest.approx(4 / 6)
     with pytest.raises(ValueError, match="decay"):
-        remedies.PassRateEstimates(3, decay=0)
+        remedies.DecayedPassRates(3, decay=0)
 
 
 def test_band_filter_keeps_exactly_the_prompts_in_the_band():

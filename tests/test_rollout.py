@@ -1,17 +1,16 @@
 """The rollout sampler: sharing the prompt's KV cache across the G samples changes nothing
 about the distributions, only the cost. Every equivalence check runs on both decode paths:
-the hand-written Llama loop (``fast=True``, grpolab.grpo.decode, the default for Llama
+the hand-written Llama loop (``fast=True``, grpolab.grpo.fast_llama, the default for Llama
 models) and the generic ``model.forward`` loop (``fast=False``)."""
 
-import os
 
 import pytest
 import torch
 
-from grpolab.grpo import decode
+from grpolab.grpo import fast_llama
 from grpolab.grpo.loss import per_token_logprobs
 from grpolab.grpo.rollout import _step, encode_prompts, sample
-from grpolab.models.tiny import build_tiny_model, tiny_config
+from grpolab.models.tiny_llama import build_tiny_model, tiny_config
 from grpolab.models.tokenizer import CharTokenizer
 
 PROMPTS = ["7+8=", "123+456=", "12+9="]  # different lengths: left padding is exercised
@@ -58,31 +57,17 @@ def test_shared_prefix_cache_gives_the_unshared_next_token_distributions(tiny):
         torch.testing.assert_close(shared[row], ref, atol=1e-5, rtol=1e-4)
 
 
-@pytest.fixture(params=["kernel", "python-loop", "generic"])
-def fast(request, monkeypatch):
-    """Each decode path in turn, as the ``fast`` argument of ``sample``: the Llama loop with
-    its compiled step (``decode_kernel.cpp``, the default on CPU), the same loop in Python
-    (where the kernel cannot be built), and the generic ``model.forward`` loop."""
-    if request.param == "kernel":
-        _require_kernel()
-    elif request.param == "python-loop":
-        monkeypatch.setattr(decode, "_KERNEL", None)
-    return request.param != "generic"
-
-
-def _require_kernel():
-    """The compiled step, or a skip where this machine cannot build it (a failure in CI,
-    whose machines have a compiler: there the kernel is the path the labs take)."""
-    if decode._kernel() is None:
-        if os.environ.get("CI"):
-            pytest.fail("the fused decode kernel did not build (see the warning above)")
-        pytest.skip("no C++ toolchain for the fused decode kernel")
-
+@pytest.fixture(params=["llama-loop", "generic"])
+def fast(request):
+    """Each decode path in turn, as the ``fast`` argument of ``sample``: the hand-written
+    Llama loop (grpolab.grpo.fast_llama, the default for Llama models) and the generic
+    ``model.forward`` loop."""
+    return request.param == "llama-loop"
 
 
 def test_the_tiny_model_takes_the_fast_path(tiny):
     model, _ = tiny
-    assert decode.supports(model)
+    assert fast_llama.supports(model)
 
 
 def test_old_logprobs_match_a_full_forward_pass(tiny, fast):
@@ -188,7 +173,7 @@ def test_fast_path_handles_grouped_query_attention():
     from transformers import LlamaForCausalLM
 
     model = LlamaForCausalLM(cfg).eval()
-    assert decode.supports(model)
+    assert fast_llama.supports(model)
     r = sample(model, tok, PROMPTS, 3, max_new_tokens=6,
                generator=torch.Generator().manual_seed(2))
     ref = sample(model, tok, PROMPTS, 3, max_new_tokens=6,
@@ -226,25 +211,25 @@ def test_models_the_fast_path_cannot_reproduce_fall_back(tiny):
     model, tok = tiny
     handle = model.model.layers[0].mlp.register_forward_hook(lambda m, i, o: o)
     try:
-        assert not decode.supports(model)
+        assert not fast_llama.supports(model)
         r = sample(model, tok, PROMPTS, 2, max_new_tokens=3, temperature=0)
         assert r.completion_ids.shape[0] == len(PROMPTS) * 2
     finally:
         handle.remove()
-    assert decode.supports(model)
+    assert fast_llama.supports(model)
     # a projection replaced in place (as PEFT's LoRA injection does) is noticed too
     attn = model.model.layers[1].self_attn
     original = attn.v_proj
     attn.v_proj = torch.nn.Sequential(original)
     try:
-        assert not decode.supports(model)
+        assert not fast_llama.supports(model)
     finally:
         attn.v_proj = original
-    assert decode.supports(model)
+    assert fast_llama.supports(model)
 
 
 def test_shared_prefix_forward_matches_the_full_forward_in_values_and_gradients():
-    """per_token_logprobs computes each group's prompt once (grpolab.grpo.decode.
+    """per_token_logprobs computes each group's prompt once (grpolab.grpo.fast_llama.
     completion_logits). Its log-probabilities, entropies and weight gradients must equal a
     plain model.forward over prompt + completion, also for a merged batch whose groups have
     different sizes."""
@@ -343,118 +328,32 @@ def test_the_weight_cache_does_not_keep_a_model_alive():
 
     model, tok = build_tiny_model(seed=7)
     sample(model, tok, PROMPTS, 2, max_new_tokens=2, temperature=0)
-    assert model in decode._WEIGHTS
+    assert model in fast_llama._WEIGHTS
     alive = weakref.ref(model)
     del model
     gc.collect()
     assert alive() is None
 
 
-def _kernel_and_python_loop(model, tok, prompts, G, **kwargs):
-    """The same rollout through the compiled step and through the Python loop."""
-    _require_kernel()
-    kernel = decode._KERNEL
-    out = []
-    for k in (kernel, None):
-        decode._KERNEL = k
-        try:
-            out.append(sample(model, tok, prompts, G, generator=torch.Generator().manual_seed(3),
-                              **kwargs))
-        finally:
-            decode._KERNEL = kernel
-    return out
-
-
 @pytest.mark.parametrize("kv_heads", [4, 2, 1])
-def test_the_compiled_step_equals_the_python_loop(kv_heads):
+def test_the_llama_loop_equals_the_generic_loop_for_grouped_query_layouts(kv_heads):
     """Tokens identical, log-probabilities equal to float rounding, on left-padded prompts,
     grouped-query layouts (1, 2 and 4 query heads per kv head), top-p and temperature, and
-    long enough completions that every cache slot is read."""
+    completions long enough that every cache slot is read."""
+    from transformers import LlamaForCausalLM
+
     tok = CharTokenizer()
     cfg = tiny_config(len(tok), bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
                       pad_token_id=tok.pad_token_id)
     cfg.num_key_value_heads = kv_heads
     torch.manual_seed(kv_heads)
-    from transformers import LlamaForCausalLM
-
     model = LlamaForCausalLM(cfg).eval()
     for kwargs in [dict(max_new_tokens=16), dict(max_new_tokens=9, temperature=0.7, top_p=0.9)]:
-        a, b = _kernel_and_python_loop(model, tok, PROMPTS, 5, **kwargs)
+        a, b = (sample(model, tok, PROMPTS, 5, generator=torch.Generator().manual_seed(3),
+                       fast=fast, **kwargs) for fast in (True, False))
         assert torch.equal(a.completion_ids, b.completion_ids) and a.texts == b.texts
         assert torch.equal(a.completion_mask, b.completion_mask)
         torch.testing.assert_close(a.old_logprobs, b.old_logprobs, atol=1e-5, rtol=1e-4)
-
-
-def test_the_compiled_step_writes_the_cache_and_attends_like_the_python_loop(tiny):
-    """One step of the kernel against the Python loop's arithmetic, on random caches with
-    padded slots: the same hidden states (to rounding) and the same cache slot written."""
-    _require_kernel()
-    model, _ = tiny
-    w = decode._Weights.of(model)
-    H, Hkv, hd = w.H, w.Hkv, w.hd
-    n, L, cur = 6, 9, 6
-    gen = torch.Generator().manual_seed(0)
-    keys = torch.randn(len(w.layers), n, Hkv, L, hd, generator=gen)
-    values = torch.randn(len(w.layers), n, Hkv, L, hd, generator=gen)
-    pad = torch.zeros(n, L)
-    pad[:3, :2] = float("-inf")  # three rows with two padded prompt slots
-    cos_tab, sin_tab = decode._rotary_tables(w, 32)
-    pos = torch.randint(0, 32, (n,), generator=gen)
-    cos, sin = cos_tab[pos].contiguous(), sin_tab[pos].contiguous()
-    x0 = torch.randn(n, model.config.hidden_size, generator=gen)
-    k_ref, v_ref = keys.clone(), values.clone()
-    with torch.inference_mode():
-        fused = decode._KERNEL.Decoder(H, Hkv, hd, w.norms[0][1],
-                                       [t for layer in w.layers
-                                        for t in decode._kernel_layer(layer)],
-                                       list(keys.unbind(0)), list(values.unbind(0)), pad)
-        got = fused.step(x0, cos, sin, cur)
-        with pytest.raises(RuntimeError, match="cos and sin must be"):  # not a bad read
-            fused.step(x0, cos[:-1].contiguous(), sin[:-1].contiguous(), cur)
-        with pytest.raises(RuntimeError, match="slot out of range"):
-            fused.step(x0, cos, sin, L)
-        later = torch.zeros(L)
-        later[cur + 1:] = float("-inf")  # slots after cur are not written yet
-        mask = (pad + later)[:, None, None].expand(n, Hkv, 1, L).reshape(n * Hkv, 1, L)
-        x = x0
-        for li, (n1, qkv_w, o_w, n2, gu_w, down_w) in enumerate(w.layers):
-            qkv = (decode._rms_norm(x, n1) @ qkv_w).view(n, H + 2 * Hkv, hd)
-            qk = decode._rotate(qkv[:, :H + Hkv], cos[:, None], sin[:, None])
-            k_ref[li, :, :, cur] = qk[:, H:]
-            v_ref[li, :, :, cur] = qkv[:, H + Hkv:]
-            a = decode._attend(qk[:, :H].reshape(n * Hkv, H // Hkv, hd),
-                               k_ref[li].view(n * Hkv, L, hd).transpose(1, 2),
-                               v_ref[li].view(n * Hkv, L, hd), mask, hd ** -0.5)
-            x = decode._mlp(torch.addmm(x, a.view(n, H * hd), o_w), n2, gu_w, down_w)
-    torch.testing.assert_close(got, x, atol=1e-5, rtol=1e-4)
-    torch.testing.assert_close(keys, k_ref, atol=1e-5, rtol=1e-4)
-    torch.testing.assert_close(values, v_ref, atol=1e-5, rtol=1e-4)
-    assert torch.equal(keys[:, :, :, :cur], k_ref[:, :, :, :cur])  # nothing else touched
-    assert torch.equal(keys[:, :, :, cur + 1:], k_ref[:, :, :, cur + 1:])
-
-
-def test_a_kernel_that_cannot_be_built_falls_back_with_one_warning(tiny, monkeypatch):
-    model, tok = tiny
-    ref = sample(model, tok, PROMPTS, 2, max_new_tokens=4, fast=False,
-                 generator=torch.Generator().manual_seed(0))
-
-    def no_compiler():
-        raise OSError("g++: command not found\nmore lines")
-
-    monkeypatch.setattr(decode, "_build_kernel", no_compiler)
-    monkeypatch.setattr(decode, "_KERNEL", decode._UNTRIED)
-    with pytest.warns(RuntimeWarning, match=r"could not be built.*g\+\+: command not found\)$"):
-        r = sample(model, tok, PROMPTS, 2, max_new_tokens=4,
-                   generator=torch.Generator().manual_seed(0))
-    assert torch.equal(r.completion_ids, ref.completion_ids)
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # tried once per process: no second warning
-        sample(model, tok, PROMPTS, 2, max_new_tokens=4)
-    monkeypatch.setattr(decode, "_KERNEL", decode._UNTRIED)
-    monkeypatch.setenv("GRPOLAB_DECODE_KERNEL", "0")
-    assert decode._kernel() is None
 
 
 def test_exponential_like_reproduces_exponential_and_the_generator_state():

@@ -93,7 +93,7 @@ def _records(K, n, levels=None):
 def test_summarize_matches_theory():
     K = [0, 0, 3, 8, 16, 1]
     recs = _records(K, 16, levels=[1, 1, 2, 2, 3, 3])
-    from grpolab.labs.pass_rates.run import summarize
+    from grpolab.labs.pass_rates import summarize
 
     s = summarize(recs, check_Gs=(2, 4, 8))
     p = np.array(K) / 16
@@ -120,7 +120,7 @@ def test_summarize_matches_theory():
 def test_summarize_held_out_check_is_calibrated():
     """Many synthetic prompts with known p: the held-out prediction matches the observation
     within 0.03 (fixed seed; the tolerance is > 5 standard errors)."""
-    from grpolab.labs.pass_rates.run import summarize
+    from grpolab.labs.pass_rates import summarize
 
     rng = np.random.default_rng(1)
     ps = rng.beta(0.5, 1.5, size=400)
@@ -140,7 +140,7 @@ def test_summarize_held_out_check_is_calibrated():
 
 
 def test_summarize_rejects_empty():
-    from grpolab.labs.pass_rates.run import summarize
+    from grpolab.labs.pass_rates import summarize
 
     with pytest.raises(ValueError, match="records"):
         summarize([])
@@ -151,7 +151,7 @@ def test_summarize_rejects_empty():
     ({"samples": 8, "check_Gs": (8,)}, "check_Gs"), ({"prompts_per_level": 0}, "prompts_per_level"),
 ])
 def test_pass_rate_config_errors(kwargs, match):
-    from grpolab.labs.pass_rates.run import PassRateConfig
+    from grpolab.labs.pass_rates import PassRateConfig
 
     with pytest.raises(ValueError, match=match):
         PassRateConfig(**kwargs).validate()
@@ -161,14 +161,14 @@ def test_pass_rate_config_errors(kwargs, match):
 def test_pass_rate_run_resumes(tmp_path):
     """A tiny model on word problems (the measurement path, fast): an interrupted run resumes
     to the same records as an unbroken one; plots and provenance are written."""
-    from grpolab.labs.pass_rates.run import RESULTS_FILE, PassRateConfig, run
-    from grpolab.models.tiny import build_tiny_model
+    from grpolab.labs.pass_rates import RESULTS_FILE, PassRateConfig, measure_pass_rates
+    from grpolab.models.tiny_llama import build_tiny_model
 
     model, tok = build_tiny_model(seed=0, n_positions=256)
     cfg = PassRateConfig(model="tiny-test", prompts_per_level=1, samples=4, max_new_tokens=3,
                          check_Gs=(2,))
-    full = run(cfg, str(tmp_path / "a"), model_and_tokenizer=(model, tok), progress=False,
-               make_plots=False)
+    full = measure_pass_rates(cfg, str(tmp_path / "a"), model_and_tokenizer=(model, tok),
+                              progress=False, make_plots=False)
     assert full["finished"] and len(full["records"]) == 4
     assert {"grpolab_version", "git_commit", "device", "config"} <= set(full)
 
@@ -176,9 +176,9 @@ def test_pass_rate_run_resumes(tmp_path):
         pass
 
     calls = {"n": 0}
-    import grpolab.labs.pass_rates.run as pr
+    import grpolab.grpo.records as records
 
-    real_write = pr._write_atomic
+    real_write = records.write_json_atomic
 
     def flaky(path, obj):
         real_write(path, obj)
@@ -186,16 +186,17 @@ def test_pass_rate_run_resumes(tmp_path):
         if calls["n"] == 2:
             raise Stop  # "killed" after two prompts were saved
 
-    pr._write_atomic = flaky
+    records.write_json_atomic = flaky
     try:
         with pytest.raises(Stop):
-            run(cfg, str(tmp_path / "b"), model_and_tokenizer=(model, tok), progress=False,
-                make_plots=False)
+            measure_pass_rates(cfg, str(tmp_path / "b"), model_and_tokenizer=(model, tok),
+                               progress=False, make_plots=False)
     finally:
-        pr._write_atomic = real_write
+        records.write_json_atomic = real_write
     saved = json.load(open(tmp_path / "b" / RESULTS_FILE))
     assert len(saved["records"]) == 2 and not saved["finished"]
-    resumed = run(cfg, str(tmp_path / "b"), model_and_tokenizer=(model, tok), progress=False)
+    resumed = measure_pass_rates(cfg, str(tmp_path / "b"), model_and_tokenizer=(model, tok),
+                                 progress=False)
     strip = [{k: v for k, v in r.items() if k != "seconds"} for r in resumed["records"]]
     assert strip == [{k: v for k, v in r.items() if k != "seconds"} for r in full["records"]]
     assert os.path.isfile(tmp_path / "b" / "pass_rates.png")
@@ -203,4 +204,5 @@ def test_pass_rate_run_resumes(tmp_path):
     other = PassRateConfig(model="tiny-test", prompts_per_level=1, samples=4, max_new_tokens=4,
                            check_Gs=(2,))
     with pytest.raises(ValueError, match="different configuration"):
-        run(other, str(tmp_path / "b"), model_and_tokenizer=(model, tok), progress=False)
+        measure_pass_rates(other, str(tmp_path / "b"), model_and_tokenizer=(model, tok),
+                           progress=False)

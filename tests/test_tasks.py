@@ -5,14 +5,10 @@ import collections
 import numpy as np
 import pytest
 
-from grpolab.tasks.arithmetic import (
-    ArithmeticTask,
-    NoisyReward,
-    PartialCreditArithmeticTask,
-    Prompt,
-    Task,
-    get_task,
-)
+from grpolab.tasks.arithmetic import ArithmeticTask, PartialCreditArithmeticTask
+from grpolab.tasks.base import Prompt, Task
+from grpolab.tasks.registry import get_task
+from grpolab.tasks.rewards import NoisyReward
 
 
 def test_splits_are_deterministic_disjoint_and_sized():

@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from grpolab.grpo.config import GRPOConfig
-from grpolab.grpo.loop import run
+from grpolab.grpo.loop import train
 from grpolab.grpo.measure import PassRateWindow, pass_rate_census
 from grpolab.grpo.warmstart import WarmStartConfig, warm_start
-from grpolab.models.tiny import load_causal_lm
-from grpolab.tasks.arithmetic import get_task
+from grpolab.models.tiny_llama import load_causal_lm
+from grpolab.tasks.registry import get_task
 
 EASY = {"digits": [1], "n_train": 40, "n_eval": 10}
 
@@ -29,8 +29,8 @@ def smoke(tmp_path_factory):
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("smoke")
     cfg = easy_config()
-    summary = run(cfg, root / "run", cache_dir=str(root / "cache"), progress=False,
-                  save_model=True)
+    summary = train(cfg, root / "run", cache_dir=str(root / "cache"), progress=False,
+                    save_model=True)
     return cfg, root, summary
 
 
@@ -97,15 +97,14 @@ def test_bad_configs_raise_clear_errors(field, value, match):
 def test_unknown_difficulty_is_a_clear_error(tmp_path):
     cfg = easy_config(train_difficulties=[7], steps=1)
     with pytest.raises(ValueError, match="--train-difficulties"):
-        run(cfg, tmp_path, progress=False)
+        train(cfg, tmp_path, progress=False)
 
 
-def test_advantages_of_mixed_group_sizes_normalise_each_group_on_its_own():
-    from grpolab.advantages import group_advantages
-    from grpolab.grpo.loop import advantages_of
+def test_mixed_group_sizes_normalise_each_group_on_its_own():
+    from grpolab.advantages import group_advantages, mixed_group_advantages
 
     rewards = np.array([1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0])  # groups of 2, 4, 3
-    adv = advantages_of(rewards, [2, 4, 3], easy_config())
+    adv = mixed_group_advantages(torch.as_tensor(rewards, dtype=torch.float32), [2, 4, 3])
     np.testing.assert_allclose(adv[:2], group_advantages(rewards[:2], 2), rtol=1e-6)
     np.testing.assert_allclose(adv[2:6], group_advantages(rewards[2:6], 4), rtol=1e-6)
     np.testing.assert_allclose(adv[6:], group_advantages(rewards[6:], 3), rtol=1e-6)

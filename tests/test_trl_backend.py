@@ -39,7 +39,8 @@ pytest.importorskip("trl")
 
 from grpolab.advantages import group_advantages  # noqa: E402
 from grpolab.grpo.trl_backend import _complete_groups, completion_text  # noqa: E402
-from grpolab.tasks.arithmetic import ArithmeticTask, Task  # noqa: E402
+from grpolab.tasks.arithmetic import ArithmeticTask  # noqa
+from grpolab.tasks.base import Task  # noqa: E402
 
 G, B = 4, 6
 MAX_LEN = 5
@@ -82,7 +83,7 @@ class ParityTask(Task):
 def tiny_path(tmp_path_factory):
     """A freshly initialised tiny model saved as safetensors (TRL reloads its reference
     model from the policy's path when beta != 0)."""
-    from grpolab.models.tiny import build_tiny_model
+    from grpolab.models.tiny_llama import build_tiny_model
 
     model, tok = build_tiny_model(seed=0)
     path = tmp_path_factory.mktemp("tiny")
@@ -93,7 +94,7 @@ def tiny_path(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tiny(tiny_path):
-    from grpolab.models.tiny import load_causal_lm
+    from grpolab.models.tiny_llama import load_causal_lm
 
     return load_causal_lm(str(tiny_path), device="cpu")
 
@@ -307,8 +308,10 @@ def test_batch_must_divide_across_processes():
 
 @pytest.mark.slow
 def test_tiny_trl_sweep_runs(tiny_path, tmp_path):
-    """Two G values x 3 steps through train.run(backend="trl"): logs, summaries, metrics."""
-    from grpolab.grpo.loop import GRPOConfig, run
+    """Two G values x 3 steps through backends.train (backend="trl"): logs, summaries,
+    metrics."""
+    from grpolab.grpo.backends import train as run
+    from grpolab.grpo.config import GRPOConfig
 
     path = tiny_path
     summaries = []
@@ -340,7 +343,7 @@ def test_tiny_trl_sweep_runs(tiny_path, tmp_path):
 def test_trl_lora_option_runs(tiny_path, tmp_path):
     """``lora_r > 0`` trains a peft LoRA adapter through TRL (the option the chapter names)."""
     from grpolab.grpo.config import GRPOConfig
-    from grpolab.grpo.trl_backend import run
+    from grpolab.grpo.trl_backend import train as run
 
     cfg = GRPOConfig(task="arithmetic",
                      task_kwargs={"digits": [1], "n_train": 16, "n_eval": 4, "seed": 0},
@@ -362,7 +365,8 @@ def test_both_backends_log_the_same_schema_and_census_window(tiny_path, tmp_path
     backends must use) pass half the time, the rest always. A window taken from the last
     columns (TRL's old ``[:, -width:]``) predicts a zero-variance fraction of 1 at step 1,
     the right one 0 (k = 2 of n = 4 with G = 4)."""
-    from grpolab.grpo.loop import GRPOConfig, run
+    from grpolab.grpo.backends import train as run
+    from grpolab.grpo.config import GRPOConfig
     from grpolab.grpo.trl_backend import LOGGED_KEYS, TRL_LOG_NAMES
 
     assert set(TRL_LOG_NAMES.values()) <= set(LOGGED_KEYS) | {
@@ -389,3 +393,34 @@ def test_both_backends_log_the_same_schema_and_census_window(tiny_path, tmp_path
     assert not any(k.startswith("trl_") for r in rows["grpolab"] for k in r)
     for ours, theirs in zip(rows["grpolab"], rows["trl"], strict=True):
         assert set(ours) == {k for k in theirs if not k.startswith("trl_")}, ours["step"]
+
+
+@pytest.mark.slow
+def test_both_backends_measure_the_same_census_with_census_seed(tiny_path, tmp_path,
+                                                                monkeypatch):
+    """With ``census_seed`` set, both backends measure the starting policy's census with that
+    seed (not the run's 0), on the same prompts: the same matrix, element for element. (TRL's
+    backend once seeded it with ``config.seed``: the seed check fails on that code.)"""
+    import grpolab.grpo.measure as measure
+    from grpolab.grpo.backends import train
+    from grpolab.grpo.config import GRPOConfig
+
+    real, made = measure.pass_rate_census, {}
+
+    def recording(*args, **kwargs):
+        census = real(*args, **kwargs)
+        made.setdefault(backend, []).append((kwargs["seed"], census))
+        return census
+
+    monkeypatch.setattr(measure, "pass_rate_census", recording)
+    for backend in ("grpolab", "trl"):
+        cfg = GRPOConfig(task="arithmetic",
+                         task_kwargs={"digits": [1], "n_train": 16, "n_eval": 4, "seed": 0},
+                         model=str(tiny_path), backend=backend, num_generations=2,
+                         prompts_per_step=2, steps=1, max_completion_length=3, eval_samples=1,
+                         census_samples=8, census_seed=4321, seed=0, device="cpu")
+        train(cfg, tmp_path / backend, progress=False)
+    (seed_a, a), = made["grpolab"]
+    (seed_b, b), = made["trl"]
+    assert seed_a == seed_b == 4321
+    assert a.shape == b.shape == (16, 8) and np.array_equal(a, b)

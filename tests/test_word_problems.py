@@ -6,7 +6,8 @@ from decimal import Decimal
 
 import pytest
 
-from grpolab.tasks.arithmetic import Task, get_task
+from grpolab.tasks.base import Task
+from grpolab.tasks.registry import get_task
 from grpolab.tasks.word_problems import (
     LEVELS,
     WordProblemTask,

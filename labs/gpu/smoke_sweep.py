@@ -15,6 +15,8 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 
+from grpolab.grpo.config import apply_overrides
+
 #: GRPOConfig fields the sweep CLI cannot set, at the smallest size that still runs every
 #: stage (warm start, census, gradient noise, training steps, evaluation, summary, plots).
 SMOKE_CONFIG = {"max_train_prompts": 2, "max_eval_prompts": 2, "eval_samples": 1}
@@ -34,7 +36,7 @@ def shrink(preset):
     if "n_train" in kwargs:  # fewer generated problems: the task is built faster
         kwargs.update(n_train=min(kwargs["n_train"], 64), n_eval=min(kwargs["n_eval"], 16))
     over["task_kwargs"] = kwargs
-    config = preset.config.with_overrides(**over).validate()
+    config = apply_overrides(preset.config, over)
     return replace(preset, config=config,
                    noise_batches=SMOKE_NOISE_BATCHES.get(preset.config.model, 0))
 

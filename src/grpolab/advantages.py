@@ -33,7 +33,8 @@ from grpolab._validate import (
     as_real_scalar,
 )
 
-__all__ = ["group_advantages", "zero_variance_groups", "SCALES", "BASELINES"]
+__all__ = ["group_advantages", "mixed_group_advantages", "zero_variance_groups", "SCALES",
+           "BASELINES"]
 
 SCALES = ("group", "batch", "none")
 BASELINES = ("mean", "leave_one_out")
@@ -228,3 +229,31 @@ def zero_variance_groups(rewards, group_size: int, atol: float = 1e-6):
         with np.errstate(over="ignore"):  # a spread past float64's range is inf: not constant
             spread = r.max(axis=1) - r.min(axis=1)
     return spread <= atol
+
+
+def mixed_group_advantages(rewards, group_sizes, *, scale: str = "group",
+                           baseline: str = "mean", ddof: int = 1, eps: float = 1e-4):
+    """:func:`group_advantages` of flat prompt-major rewards whose groups differ in size
+    (adaptive G): ``group_sizes[j]`` rewards belong to group j, in order. Groups of one size
+    are normalised together, exactly as :func:`group_advantages` would normalise them alone;
+    ``scale="batch"`` pools the whole batch, so it needs one size.
+
+    Derived in: book/labs/03-remedies.md (adaptive G).
+    """
+    sizes = [as_positive_int(g, "group_sizes") for g in group_sizes]
+    kw = dict(scale=scale, baseline=baseline, ddof=ddof, eps=eps)
+    distinct = sorted(set(sizes))
+    if len(distinct) == 1:
+        return group_advantages(rewards, distinct[0], **kw)
+    if scale == "batch":
+        raise ValueError("scale_rewards='batch' needs one group size per step")
+    if sum(sizes) != len(rewards):
+        raise ValueError(f"group_sizes sum to {sum(sizes)}, but there are {len(rewards)} "
+                         "rewards")
+    starts = np.cumsum([0] + sizes)[:-1]  # first row of each group
+    out = rewards * 0  # zeros of the input's type (numpy or torch), every row set below
+    for g in distinct:
+        rows = np.concatenate([np.arange(s, s + n) for s, n in zip(starts, sizes, strict=True)
+                               if n == g])
+        out[rows] = group_advantages(rewards[rows], g, **kw)
+    return out

@@ -470,7 +470,7 @@ def fit_noise_constants(rows: list[dict], source: str = "fit") -> NoiseConstants
 
     Each row needs ``G``, ``prompts_per_step`` (B) and ``noise_to_signal`` (the trace
     variance of one batch's gradient over the squared norm of the mean gradient, as
-    written by ``grpolab.labs.sweep.run.gradient_noise``). Non-negative least squares on
+    written by ``grpolab.grpo.measure.gradient_noise``). Non-negative least squares on
     the features 1/B, 1/(BG), 1/(BG²). Using the ratio, not the raw trace, takes out the
     scale that the token-level loss gives the gradient.
     """
@@ -694,7 +694,7 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
     else:
         say("filter", "needs per-prompt pass rates",
             "a training log gives the population, not which prompts have zero variance: run a "
-            "census (python -m grpolab.labs.pass_rates.run) to filter")
+            "census (python -m grpolab.labs.pass_rates) to filter")
     pool = filt if use_filter else d
     pool_name = "the filtered pool" if use_filter else "the pool"
 

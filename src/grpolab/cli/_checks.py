@@ -1,16 +1,22 @@
-"""Checks that every command makes before it starts work: output folder, threads, device.
+"""Checks that every command makes before it starts work: output folder, threads, lists.
 
 They read the file system and the machine but write nothing, so a refused command leaves
 no trace; each raises a ValueError naming the flag (one line, exit 2 in
 :func:`grpolab.cli.main.main`). Range checks of config fields live in
-:meth:`grpolab.grpo.config.GRPOConfig.validate`; these are about the command.
+:meth:`grpolab.grpo.config.GRPOConfig.validate`, the device in
+:func:`grpolab.models.device.check_device`; these are about the command.
 """
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["check_out_dir", "check_threads", "check_device", "check_distinct"]
+__all__ = ["CLIError", "check_out_dir", "check_threads", "check_distinct"]
+
+
+class CLIError(Exception):
+    """Raised by subcommands for bad input; printed as one line, exit code 2
+    (:func:`grpolab.cli.main.main`)."""
 
 
 def check_out_dir(path: str | os.PathLike | None, flag: str = "--out") -> None:
@@ -45,13 +51,6 @@ def check_threads(threads: int | None, flag: str = "--threads") -> None:
     if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= cores:
         raise ValueError(f"{flag} must be an integer from 1 to {cores} (the CPU cores here), "
                          f"got {threads!r}")
-
-
-def check_device(device: str | None, flag: str = "--device") -> None:
-    """The device exists on this machine (:func:`grpolab.models.tiny.check_device`)."""
-    from grpolab.models.tiny import check_device as check
-
-    check(device, flag)
 
 
 def check_distinct(values, flag: str) -> None:

@@ -1,13 +1,18 @@
-"""One ``--flag`` per :class:`grpolab.grpo.config.GRPOConfig` field, documented by the field.
+"""One ``--flag`` per field of a config dataclass, documented by the field.
 
 The way CleanRL's ``Args`` do it: the help of ``--learning-rate`` is the docstring written
-under ``learning_rate`` in ``grpo/config.py`` (:func:`grpolab.grpo.config.field_docs`), its
+under ``learning_rate`` in ``grpo/config.py`` (:func:`grpolab.grpo.fields.field_docs`), its
 type comes from the annotation, and the default shown is the one passed in. A flag the user
 does not give stays unset, so a preset's value is only overridden by what was typed::
 
     add_config_arguments(parser, GRPOConfig())
     args = parser.parse_args()
     config = apply_overrides(preset_config, config_overrides(args))
+
+The same works for any dataclass whose fields carry docstrings: ``lab sweep`` adds the
+sweep's own fields (:class:`grpolab.labs.sweep.presets.SweepPreset`, ``Regime``) and
+``remedies`` a remedy's (:class:`grpolab.labs.remedies.remedy.Remedy`), each under its own
+``prefix`` so two classes' fields never share a destination.
 
 Value syntax: numbers and strings as usual; ``none`` for an optional field's None; lists
 as several values (``--train-difficulties 1 2 3``); dict and dataclass fields
@@ -26,7 +31,7 @@ import types
 import typing
 from collections.abc import Iterable, Mapping
 
-from grpolab.grpo.config import GRPOConfig, field_docs
+from grpolab.grpo.config import GRPOConfig, apply_overrides, field_docs
 
 __all__ = ["add_config_arguments", "config_overrides", "apply_overrides", "flag_name"]
 
@@ -146,26 +151,29 @@ def _argument_spec(name: str, annotation, flag: str) -> dict:
     return dict(type=_json_value_parser, metavar="JSON")
 
 
-def add_config_arguments(parser: argparse.ArgumentParser, defaults: GRPOConfig, *,
+def add_config_arguments(parser: argparse.ArgumentParser, defaults, *,
                          aliases: Mapping[str, Iterable[str]] | None = None,
                          exclude: Iterable[str] = (),
                          title: str = "GRPO configuration (grpolab.grpo.config.GRPOConfig)",
-                         description: str | None = None) -> argparse._ArgumentGroup:
-    """Add one ``--flag-name`` per field of :class:`GRPOConfig` to ``parser``, in an argument
-    group; returns the group.
+                         description: str | None = None,
+                         prefix: str = _DEST_PREFIX) -> argparse._ArgumentGroup:
+    """Add one ``--flag-name`` per field of ``defaults``' dataclass (a :class:`GRPOConfig` by
+    default) to ``parser``, in an argument group; returns the group.
 
-    ``defaults`` is the config whose values ``--help`` shows. ``aliases`` maps a field to
+    ``defaults`` is the instance whose values ``--help`` shows. ``aliases`` maps a field to
     extra option strings (``{"num_generations": ["--G"]}``); ``exclude`` names fields that
     get no flag (a command that sets them itself). Unknown names in either are an error.
+    ``prefix`` is the argparse destination prefix (:func:`config_overrides` reads it back).
     """
+    cls = type(defaults)
     aliases = {k: list(v) for k, v in (aliases or {}).items()}
     exclude = set(exclude)
-    names = [f.name for f in dataclasses.fields(GRPOConfig)]
+    names = [f.name for f in dataclasses.fields(cls)]
     unknown = (set(aliases) | exclude) - set(names)
     if unknown:
-        raise ValueError(f"not GRPOConfig fields: {', '.join(sorted(unknown))}")
-    hints = typing.get_type_hints(GRPOConfig)
-    docs = field_docs(GRPOConfig)
+        raise ValueError(f"not {cls.__name__} fields: {', '.join(sorted(unknown))}")
+    hints = typing.get_type_hints(cls)
+    docs = field_docs(cls)
     syntax = ("Values: 'none' unsets an optional field; lists take several values; "
               "--task-kwargs and --warmstart take a JSON object whose keys replace those of "
               "the base config's value.")
@@ -176,24 +184,25 @@ def add_config_arguments(parser: argparse.ArgumentParser, defaults: GRPOConfig, 
         flag = flag_name(name)
         doc = docs.get(name)
         if not doc:
-            raise ValueError(f"GRPOConfig.{name} has no docstring: write one under the field")
+            raise ValueError(f"{cls.__name__}.{name} has no docstring: write one under the field")
         help_text = f"{doc} (default: {_show(getattr(defaults, name))})"
-        group.add_argument(flag, *aliases.get(name, ()), dest=_DEST_PREFIX + name,
+        group.add_argument(flag, *aliases.get(name, ()), dest=prefix + name,
                            default=UNSET, help=help_text.replace("%", "%%"),
                            **_argument_spec(name, hints[name], flag))
     return group
 
 
-def config_overrides(args: argparse.Namespace) -> dict:
-    """The GRPOConfig fields the user set on the command line, ``{field: value}``.
+def config_overrides(args: argparse.Namespace, cls: type = GRPOConfig,
+                     prefix: str = _DEST_PREFIX) -> dict:
+    """The fields of ``cls`` the user set on the command line, ``{field: value}``.
 
     Values are as parsed: a list flag given ``none`` becomes None; dict and dataclass
     fields hold only the keys given (merge them with :func:`apply_overrides`).
     """
     out = {}
-    hints = typing.get_type_hints(GRPOConfig)
-    for f in dataclasses.fields(GRPOConfig):
-        value = getattr(args, _DEST_PREFIX + f.name, UNSET)
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        value = getattr(args, prefix + f.name, UNSET)
         if value is UNSET:
             continue
         several = "nargs" in _argument_spec(f.name, hints[f.name], flag_name(f.name))
@@ -203,20 +212,3 @@ def config_overrides(args: argparse.Namespace) -> dict:
             value = None
         out[f.name] = value
     return out
-
-
-def apply_overrides(config: GRPOConfig, overrides: Mapping) -> GRPOConfig:
-    """``config`` with ``overrides`` applied and validated (a new object).
-
-    Dict-valued overrides of dict or dataclass fields are merged key by key into the
-    config's value (``--warmstart '{"steps": 50}'`` keeps the preset's model size).
-    """
-    base = config.to_dict()
-    merged = dict(base)
-    for name, value in overrides.items():
-        if name not in base:
-            raise ValueError(f"not a GRPOConfig field: {name!r}")
-        if isinstance(value, dict) and isinstance(base[name], dict):
-            value = {**base[name], **value}
-        merged[name] = value
-    return GRPOConfig.from_dict(merged).validate()

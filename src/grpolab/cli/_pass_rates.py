@@ -2,7 +2,7 @@
 
     grpolab lab pass-rates --out labs/results/smollm2-pass-rates
 
-The measurement itself is :func:`grpolab.labs.pass_rates.run.run`; this module is its
+The measurement itself is :func:`grpolab.labs.pass_rates.measure_pass_rates`; this module is its
 command line.
 """
 
@@ -15,7 +15,7 @@ __all__ = ["register", "run_pass_rates"]
 
 def register(lab_sub) -> None:
     """Add ``pass-rates`` to the ``grpolab lab`` subcommands."""
-    from grpolab.labs.pass_rates.run import PassRateConfig
+    from grpolab.labs.pass_rates import PassRateConfig
 
     d = PassRateConfig()
     p = lab_sub.add_parser(
@@ -44,8 +44,9 @@ def register(lab_sub) -> None:
 
 def run_pass_rates(args: argparse.Namespace) -> int:
     """Measure, save JSON and plots, print a summary."""
-    from grpolab.cli._checks import check_device, check_out_dir, check_threads
-    from grpolab.labs.pass_rates.run import PassRateConfig, run
+    from grpolab.cli._checks import check_out_dir, check_threads
+    from grpolab.labs.pass_rates import PassRateConfig, measure_pass_rates
+    from grpolab.models.device import check_device
 
     check_out_dir(args.out)
     check_threads(args.threads)
@@ -57,7 +58,7 @@ def run_pass_rates(args: argparse.Namespace) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    result = run(config, args.out, device=args.device)
+    result = measure_pass_rates(config, args.out, device=args.device)
     s = result["summary"]
     print(f"{s['prompts']} prompts x {s['samples']} samples in {s['seconds']:.0f} s: "
           f"mean pass rate {s['pass_rate_mean']:.3f}, never solved {s['fraction_never']:.2f}, "

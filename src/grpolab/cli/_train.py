@@ -16,8 +16,8 @@ import argparse
 import json
 import os
 
-from grpolab.cli._config_args import add_config_arguments, apply_overrides, config_overrides
-from grpolab.grpo.config import GRPOConfig
+from grpolab.cli._config_args import add_config_arguments, config_overrides
+from grpolab.grpo.config import GRPOConfig, apply_overrides
 
 __all__ = ["register", "preset_run_config", "run_train"]
 
@@ -61,15 +61,17 @@ def preset_run_config(name: str | None, overrides: dict | None = None,
     """The validated :class:`GRPOConfig` of one run: preset ``name`` (or GRPOConfig's
     defaults when None) with ``overrides`` (GRPOConfig fields) applied.
 
-    A preset's run is the one a sweep of it would make for the override's G and seed (the
-    same mapping as :meth:`.SweepPreset.run_config`), in ``regime`` (default: the preset's
-    first); prompts per step come from the regime unless overridden.
+    A preset's run is the one a sweep of it would make for the override's G and seed
+    (:meth:`.SweepPreset.run_config`), in ``regime`` (default: the preset's first); the
+    other overrides are applied over it.
     """
     overrides = dict(overrides or {})
     if name is None:
         if regime is not None:
             raise ValueError("--regime needs --preset")
         return apply_overrides(GRPOConfig(), overrides)
+    from dataclasses import replace
+
     from grpolab.labs.sweep.presets import get_preset
 
     preset = get_preset(name)
@@ -78,18 +80,15 @@ def preset_run_config(name: str | None, overrides: dict | None = None,
         raise ValueError(f"--regime: {regime!r} is not a regime of {name} "
                          f"({', '.join(regimes)})")
     chosen = regimes[regime] if regime is not None else preset.regimes[0]
-    G = overrides.get("num_generations", GRPOConfig.num_generations)
-    if "prompts_per_step" in overrides:
-        prompts = overrides["prompts_per_step"]
-    else:
-        try:
-            prompts = chosen.prompts_for(G)
-        except ValueError as exc:
-            raise ValueError(f"--G {G}: {exc} (regime {chosen.name} of {name}); set "
-                             "--prompts-per-step or pick a G that divides it") from None
-    base = preset.config.with_overrides(
-        train_difficulties=list(chosen.train_difficulties), num_generations=G,
-        prompts_per_step=prompts, **chosen.overrides)
+    G = overrides.pop("num_generations", GRPOConfig.num_generations)
+    seed = overrides.pop("seed", GRPOConfig.seed)
+    if "prompts_per_step" in overrides:  # a fixed number of prompts, whatever G is
+        chosen = replace(chosen, mode="prompts", prompts_per_step=overrides.pop("prompts_per_step"))
+    try:
+        base = preset.run_config(chosen, G, seed)
+    except ValueError as exc:
+        raise ValueError(f"--G {G}: {exc} (regime {chosen.name} of {name}); set "
+                         "--prompts-per-step or pick a G that divides it") from None
     return apply_overrides(base, overrides)
 
 
@@ -109,26 +108,11 @@ def _config_file(path: str | None) -> dict:
     return data
 
 
-def _finished(out: str, config: GRPOConfig) -> dict | None:
-    """The summary of a finished run of ``config`` in ``out``; an error for another config."""
-    from grpolab.grpo.records import read_json
-
-    path = os.path.join(out, "summary.json")
-    if not os.path.isfile(path):
-        return None
-    summary = read_json(path, "a run summary (grpolab lab train)",
-                        keys=("config", "G", "seed", "initial_accuracy", "final_accuracy",
-                              "seconds"), remedy=f"delete {out} and rerun")
-    if summary.get("config") != json.loads(json.dumps(config.to_dict())):
-        raise ValueError(f"{path} is a finished run of a different config; use another --out "
-                         "or delete it")
-    return summary
-
-
 def run_train(args: argparse.Namespace) -> int:
     """Build the config, run it on its backend, print one line of results."""
-    from grpolab.cli._checks import check_device, check_out_dir, check_threads
-    from grpolab.cli.main import CLIError
+    from grpolab.cli._checks import CLIError, check_out_dir, check_threads
+    from grpolab.grpo.records import finished_run
+    from grpolab.models.device import check_device
 
     check_out_dir(args.out)
     check_out_dir(args.cache, "--cache")
@@ -137,30 +121,23 @@ def run_train(args: argparse.Namespace) -> int:
         raise CLIError(f"--lora-r must be >= 0, got {args.lora_r}")
     overrides = {**_config_file(args.config), **config_overrides(args)}
     config = preset_run_config(args.preset, overrides, regime=args.regime)
-    if config.backend != "trl" and (args.use_vllm or args.lora_r):
-        raise CLIError("--use-vllm and --lora-r need --backend trl")
     if config.task != "word_problems":  # word problems load SmolLM2's tokenizer to render
         config.validate_prompts()
     check_device(config.device)
     is_main = os.environ.get("RANK", "0") == "0"
-    summary = _finished(args.out, config)
+    summary = finished_run(args.out, config, what="a run summary (grpolab lab train)")
     if summary is not None:
         if is_main:
             print(f"{args.out} holds a finished run of this config; not training again")
     else:
         import torch
 
+        from grpolab.grpo.backends import train
+
         if args.threads is not None:
             torch.set_num_threads(args.threads)
-        if config.backend == "trl":
-            from grpolab.grpo.trl_backend import run
-
-            summary = run(config, args.out, cache_dir=args.cache, progress=not args.quiet,
-                          use_vllm=args.use_vllm, lora_r=args.lora_r)
-        else:
-            from grpolab.grpo.loop import run
-
-            summary = run(config, args.out, cache_dir=args.cache, progress=not args.quiet)
+        summary = train(config, args.out, cache_dir=args.cache, progress=not args.quiet,
+                        use_vllm=args.use_vllm, lora_r=args.lora_r)
     if is_main:
         s = summary
         print(f"G={s['G']} seed={s['seed']} ({s.get('backend', config.backend)}): greedy "

@@ -39,7 +39,7 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from grpolab import advise as adv
-    from grpolab.cli.main import CLIError
+    from grpolab.cli._checks import CLIError
 
     try:
         difficulty = adv.load_pass_rates(args.pass_rates, num_generations=args.num_generations)

@@ -11,7 +11,7 @@ import argparse
 import random
 import sys
 
-from grpolab.cli.main import CLIError
+from grpolab.cli._checks import CLIError
 
 
 def register(sub) -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 
 from grpolab.cli import _pass_rates, _train
+from grpolab.cli._config_args import add_config_arguments, config_overrides
+from grpolab.grpo.config import GRPOConfig
 
 
 def register(sub) -> None:
@@ -28,31 +30,31 @@ def register(sub) -> None:
     sw = lab_sub.add_parser("sweep", help="run (or resume) a G sweep",
                             description="Run every (regime, G, seed) of a preset from one shared "
                             "warm start. Rerun the same command to resume; finished runs are "
-                            "skipped. Ctrl-C is safe.")
-    sw.add_argument("--preset", required=True, help="cpu-quick, cpu-full or gpu "
+                            "skipped. Ctrl-C is safe. Every flag below the first group is a "
+                            "field of the sweep, of its regimes or of the runs' GRPOConfig, "
+                            "documented by that field; an unset flag keeps the preset's value.")
+    sw.add_argument("--preset", required=True, help="cpu-quick, cpu-full, gpu or gpu-smollm2 "
                     "(see 'grpolab lab presets')")
     sw.add_argument("--out", required=True, help="output directory")
-    sw.add_argument("--G", type=int, nargs="+", metavar="G", help="group sizes (default: preset's)")
-    sw.add_argument("--seeds", type=int, nargs="+", metavar="S", help="seeds (default: preset's)")
-    sw.add_argument("--steps", type=int, help="GRPO steps per run (default: preset's)")
-    sw.add_argument("--mode", choices=["budget", "prompts"],
-                    help="budget: completions per step fixed (prompts = budget/G); prompts: "
-                    "prompts per step fixed. Applies to every regime.")
-    sw.add_argument("--budget", type=int, help="completions per step in budget mode")
-    sw.add_argument("--prompts-per-step", type=int, help="prompts per step in prompts mode")
     sw.add_argument("--regimes", nargs="+", metavar="NAME",
                     help="only these regimes of the preset (e.g. mixed hard)")
-    sw.add_argument("--device", help="cpu, cuda or auto (default: preset's)")
-    sw.add_argument("--learning-rate", type=float, help="default: preset's")
     sw.add_argument("--warmstart-steps", type=int,
-                    help="supervised warm-start steps (default: preset's; small values are for "
-                    "smoke tests)")
-    sw.add_argument("--threads", type=int, help="torch CPU threads (default: preset's)")
-    sw.add_argument("--backend", choices=["grpolab", "trl"],
-                    help="grpolab: the readable loop in grpolab.grpo.loop; trl: TRL's GRPOTrainer "
-                    "(grpolab.grpo.trl_backend). Default: preset's")
+                    help="supervised warm-start steps, short for --warmstart '{\"steps\": N}' "
+                    "(small values are for smoke tests)")
     sw.add_argument("--no-plots", action="store_true", help="skip the plots")
     sw.add_argument("--quiet", action="store_true", help="no progress bars")
+    from grpolab.labs.sweep.presets import Regime
+
+    add_config_arguments(sw, _sweep_defaults(), aliases={"group_sizes": ["--G"],
+                                                         "torch_threads": ["--threads"]},
+                         exclude=SWEEP_SET_ELSEWHERE, prefix=SWEEP_PREFIX,
+                         title="the sweep (grpolab.labs.sweep.presets.SweepPreset)")
+    add_config_arguments(sw, Regime("", [1]), exclude=("name", "train_difficulties", "overrides"),
+                         prefix=REGIME_PREFIX, title="every regime (Regime)",
+                         description="Applied to every regime run.")
+    add_config_arguments(sw, GRPOConfig(), exclude=RUN_SET_BY_SWEEP,
+                         description="The base config of every run; the sweep sets G, the "
+                         "seed, the prompts per step and the difficulty levels of each run.")
     sw.set_defaults(func=run_sweep_cmd)
 
     pl = lab_sub.add_parser("plot", help="redraw the plots of a sweep directory")
@@ -66,18 +68,26 @@ def register(sub) -> None:
     _pass_rates.register(lab_sub)
 
 
-def _positive(value, name):
-    if value is not None and value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
+#: Fields the sweep's own flags or the preset set, not a flag each.
+SWEEP_SET_ELSEWHERE = ("name", "description", "config", "regimes")
+#: GRPOConfig fields every run of a sweep sets from its (regime, G, seed).
+RUN_SET_BY_SWEEP = ("num_generations", "prompts_per_step", "seed", "train_difficulties")
+SWEEP_PREFIX, REGIME_PREFIX = "sweep.", "regime."
 
 
-def _refuse_idle_flags(args: argparse.Namespace, regimes) -> None:
+def _sweep_defaults():
+    from grpolab.labs.sweep.presets import PRESETS
+
+    return PRESETS["cpu-quick"]
+
+
+def _refuse_idle_flags(regime_over: dict, regimes) -> None:
     """``--budget`` counts only in budget mode, ``--prompts-per-step`` only in prompts
     mode: a flag that would be ignored by a regime is refused, not silently dropped."""
-    for flag, value, mode in (("--budget", args.budget, "budget"),
-                              ("--prompts-per-step", args.prompts_per_step, "prompts")):
+    for name, mode in (("budget", "budget"), ("prompts_per_step", "prompts")):
+        flag = "--" + name.replace("_", "-")
         idle = [r.name for r in regimes if r.mode != mode]
-        if value is not None and idle:
+        if name in regime_over and idle:
             other = "--prompts-per-step" if mode == "budget" else "--budget"
             raise ValueError(f"{flag} does nothing in {'prompts' if mode == 'budget' else 'budget'}"
                              f" mode (regime {', '.join(idle)}): use {other} there, "
@@ -85,25 +95,22 @@ def _refuse_idle_flags(args: argparse.Namespace, regimes) -> None:
 
 
 def build_preset(args: argparse.Namespace):
-    """The preset named by ``args.preset`` with the command-line overrides applied."""
+    """The preset named by ``args.preset`` with the command-line overrides applied (every
+    check in the dataclasses' own ``validate``)."""
     from dataclasses import replace
 
     from grpolab.cli._checks import check_out_dir, check_threads
-    from grpolab.labs.sweep.presets import get_preset
+    from grpolab.labs.sweep.presets import Regime, SweepPreset, get_preset
 
     check_out_dir(args.out)
-    check_threads(args.threads)
-    _positive(args.steps, "--steps")
-    _positive(args.budget, "--budget")
-    _positive(args.prompts_per_step, "--prompts-per-step")
-    _positive(args.warmstart_steps, "--warmstart-steps")
-    _positive(args.threads, "--threads")
-    if args.G is not None and any(G < 2 for G in args.G):
-        raise ValueError(f"--G values must be >= 2, got {args.G}")
-    if args.learning_rate is not None and not args.learning_rate > 0:
-        raise ValueError(f"--learning-rate must be > 0, got {args.learning_rate}")
-    preset = get_preset(args.preset)
-    regimes = preset.regimes
+    sweep_over = config_overrides(args, SweepPreset, SWEEP_PREFIX)
+    regime_over = config_overrides(args, Regime, REGIME_PREFIX)
+    config_over = config_overrides(args)
+    check_threads(sweep_over.get("torch_threads"))
+    if args.warmstart_steps is not None:
+        config_over["warmstart"] = {**config_over.get("warmstart", {}),
+                                    "steps": args.warmstart_steps}
+    regimes = get_preset(args.preset).regimes
     if args.regimes:
         known = {r.name for r in regimes}
         bad = [n for n in args.regimes if n not in known]
@@ -111,26 +118,19 @@ def build_preset(args: argparse.Namespace):
             raise ValueError(f"--regimes: {bad[0]!r} is not a regime of {args.preset} "
                              f"({', '.join(sorted(known))})")
         regimes = [r for r in regimes if r.name in args.regimes]
-    regimes = [replace(r, **{k: v for k, v in (("mode", args.mode), ("budget", args.budget),
-                                                ("prompts_per_step", args.prompts_per_step))
-                             if v is not None}) for r in regimes]
-    _refuse_idle_flags(args, regimes)
-    warm = preset.config.warmstart
-    if args.warmstart_steps is not None:
-        warm = replace(warm, steps=args.warmstart_steps)
-    preset = get_preset(args.preset, group_sizes=args.G, seeds=args.seeds, steps=args.steps,
-                        device=args.device, learning_rate=args.learning_rate, regimes=regimes,
-                        warmstart=warm, torch_threads=args.threads, backend=args.backend)
-    preset.validate_prompts()
+    regimes = [replace(r, **regime_over) for r in regimes]
+    _refuse_idle_flags(regime_over, regimes)
+    preset = get_preset(args.preset, {**config_over, **sweep_over, "regimes": regimes})
+    preset.check_prompts()
     return preset
 
 
 def run_sweep_cmd(args: argparse.Namespace) -> int:
-    from grpolab.cli._checks import check_device
+    from grpolab.models.device import check_device
 
     preset = build_preset(args)  # the flags (labs/gpu checks GPU flags on a CPU this way)
     check_device(preset.config.device)  # ... and this machine
-    from grpolab.labs.sweep.run import run_sweep
+    from grpolab.labs.sweep.sweep import run_sweep
 
     summary = run_sweep(preset, args.out, progress=not args.quiet, plots=not args.no_plots)
     print(f"{summary['runs_finished']}/{summary['runs_planned']} runs finished in {args.out} "

@@ -1,8 +1,9 @@
 """The ``grpolab`` command.
 
-Subcommands live in :mod:`grpolab.cli`, one module each (``main`` excepted); every
-module defines ``register(subparsers)``. Modules import heavy packages (torch, transformers) only
-inside the function that runs, so ``grpolab --help`` and ``grpolab theory`` stay fast.
+Subcommands live in :mod:`grpolab.cli`, one module each (``main`` excepted), listed in
+:func:`build_parser`; every module defines ``register(subparsers)``. Modules import heavy
+packages (torch, transformers) only inside the function that runs, so ``grpolab --help``
+and ``grpolab theory`` stay fast.
 
 Errors are one line (``error: ...``) with exit code 2 and no traceback (bad input, a
 missing, damaged or unwritable file, a missing optional package); Ctrl-C exits with 130
@@ -15,11 +16,10 @@ after the subcommand has saved what it finished.
 from __future__ import annotations
 
 import argparse
-import importlib
-import pkgutil
 import sys
 
 from grpolab import __version__
+from grpolab.cli._checks import CLIError
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -27,10 +27,6 @@ class OneLineErrorParser(argparse.ArgumentParser):
 
     def error(self, message: str):  # noqa: D401 - argparse API
         self.exit(2, f"error: {message} (see '{self.prog} --help')\n")
-
-
-class CLIError(Exception):
-    """Raised by subcommands for bad input; printed as one line, exit code 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,12 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"grpolab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineErrorParser)
     sub.required = True
-    import grpolab.cli as commands
+    from grpolab.cli import advise, book, drill, lab, quiz, remedies, smollm2, theory
 
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_") or info.name == "main":
-            continue
-        importlib.import_module(f"grpolab.cli.{info.name}").register(sub)
+    for command in (advise, book, drill, lab, quiz, remedies, smollm2, theory):
+        command.register(sub)
     return parser
 
 

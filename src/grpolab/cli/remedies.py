@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import argparse
 
+from grpolab.cli._config_args import add_config_arguments, config_overrides
+
 ITEM_NAMES = ("dynamic-sampling", "difficulty", "adaptive-g", "temperature", "beta", "rewards",
               "length-bias", "prompts-x-g")
+REMEDY_PREFIX = "remedy."
 
 
 def register(sub) -> None:
@@ -19,7 +22,9 @@ def register(sub) -> None:
         help="run a remedy / interaction lab (dynamic sampling, difficulty, adaptive G, ...)",
         description="Train the tiny model with GRPO plus one remedy or knob for every arm and "
         "seed of a lab item, at a fixed budget of completions. Resumable: finished runs are "
-        "skipped. Writes DIR/results.json (per-arm means and seed spreads) and plots.",
+        "skipped. Writes DIR/results.json (per-arm means and seed spreads) and plots. The "
+        "flags after the first group are fields of the remedy (Remedy) and of GRPOConfig, "
+        "applied to every arm; a field the item's arms vary is refused.",
     )
     p.add_argument("--item", choices=ITEM_NAMES, help="which lab to run")
     p.add_argument("--out", default=None, help="output directory (default: runs/remedies/ITEM)")
@@ -27,8 +32,6 @@ def register(sub) -> None:
                    help="seeds (default: the item's, 0 1 2)")
     p.add_argument("--arms", nargs="+", default=None, metavar="ARM",
                    help="run only these arms (default: all)")
-    p.add_argument("--budget", type=int, default=None, metavar="N",
-                   help="completions per run (default: the item's, 5120)")
     p.add_argument("--cache", default=None, help="warm-start cache directory (default: OUT/cache)")
     p.add_argument("--pool", default=None, metavar="DIR",
                    help="finished runs by config, copied instead of retrained; name one folder "
@@ -39,11 +42,20 @@ def register(sub) -> None:
                    help="also copy results.json and the plots to DIR "
                         "(e.g. labs/results/remedies/ITEM)")
     p.add_argument("--list", action="store_true", help="list the items and their arms, then exit")
-    p.set_defaults(func=run)
+    from grpolab.labs.remedies.remedy import REMEDY_BASE, Remedy
+
+    add_config_arguments(p, Remedy(), prefix=REMEDY_PREFIX,
+                         title="the remedy (grpolab.labs.remedies.remedy.Remedy)")
+    add_config_arguments(p, REMEDY_BASE, exclude=("seed",),
+                         aliases={"completion_budget": ["--budget"]},
+                         description="Defaults shown are the remedy labs' base config "
+                         "(grpolab.labs.remedies.remedy.REMEDY_BASE).")
+    p.set_defaults(func=run_remedies_cmd)
 
 
-def run(args: argparse.Namespace) -> int:
-    from grpolab.cli.main import CLIError
+def run_remedies_cmd(args: argparse.Namespace) -> int:
+    from grpolab.cli._checks import CLIError
+    from grpolab.labs.remedies.remedy import Remedy
 
     if args.list:
         from grpolab.labs.remedies.items import ITEMS
@@ -53,8 +65,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.item:
         raise CLIError("--item is required (or --list)")
-    if args.budget is not None and args.budget < 1:
-        raise CLIError(f"--budget must be >= 1, got {args.budget}")
     from grpolab.cli._checks import check_distinct, check_out_dir, check_threads
 
     out = args.out or f"runs/remedies/{args.item}"
@@ -70,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     from grpolab.labs.remedies.items import run_item
 
     torch.set_num_threads(args.threads)
-    results = run_item(args.item, out, seeds=args.seeds, arms=args.arms, budget=args.budget,
+    overrides = {**config_overrides(args, Remedy, REMEDY_PREFIX), **config_overrides(args)}
+    results = run_item(args.item, out, seeds=args.seeds, arms=args.arms, overrides=overrides,
                        cache_dir=args.cache, pool_dir=args.pool)
     if not args.no_plots:
         from grpolab.labs.remedies.report import plot_item

@@ -36,7 +36,7 @@ def register(sub) -> None:
 
 
 def run_prepare(args: argparse.Namespace) -> int:
-    from grpolab.cli.main import CLIError
+    from grpolab.cli._checks import CLIError
 
     if args.threads < 1:
         raise CLIError(f"--threads must be >= 1, got {args.threads}")

@@ -13,18 +13,26 @@ Derived in: book/theory/01-grpo-in-one-page.md (the objective and its knobs).
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import functools
-import inspect
-import math
-import textwrap
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from grpolab.advantages import BASELINES, SCALES
+from grpolab.grpo.fields import (
+    MAX_COUNT,
+    MAX_SEED,
+    Rule,
+    bad_field,
+    check_field,
+    check_fields,
+    count_rule,
+    field_docs,
+    seed_rule,
+)
 from grpolab.grpo.warmstart import WarmStartConfig
 
-__all__ = ["GRPOConfig", "LOSS_TYPES", "BACKENDS", "field_docs", "training_prompts",
+__all__ = ["GRPOConfig", "LOSS_TYPES", "BACKENDS", "RULES", "Rule", "apply_overrides",
+           "check_field", "check_fields", "field_docs", "training_prompts",
            "MAX_COMPLETIONS_PER_STEP", "MAX_COUNT", "MAX_SEED"]
 
 #: TRL's ``loss_type`` values that this package implements (grpolab.grpo.loss).
@@ -33,11 +41,6 @@ BACKENDS = ("grpolab", "trl")
 #: A step holds all of its B·G completions (tokens, log-probabilities, activations for the
 #: backward pass) in memory at once; far above this no machine we target has the memory.
 MAX_COMPLETIONS_PER_STEP = 16384
-#: The largest count (steps, budgets, samples, ...) a field takes: torch and numpy index
-#: with int64, but counts this large would never finish.
-MAX_COUNT = 2**31 - 1
-#: Seeds go to numpy's and torch's generators (both take 32-bit seeds without folding).
-MAX_SEED = 2**32 - 1
 
 
 @dataclass
@@ -129,100 +132,52 @@ class GRPOConfig:
         return self.census_samples or max(self.num_generations, 8)
 
     @property
+    def warmstart_key(self) -> str | None:
+        """The warm start's cache key (:meth:`WarmStartConfig.key`) when the policy is the
+        warm-started tiny model, else None: which starting weights a run of this config had."""
+        return self.warmstart.key() if self.model == "tiny" else None
+
+    @property
     def epsilon_upper(self) -> float:
         """The upper clip range actually used."""
         return self.epsilon if self.epsilon_high is None else self.epsilon_high
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> GRPOConfig:
-        """Raise a ValueError naming the first bad field (as its CLI flag)."""
-        def bad(name: str, why: str):
-            return ValueError(f"--{name.replace('_', '-')} {why}")
-
-        def count(v) -> bool:
-            return not isinstance(v, bool) and isinstance(v, int) and 1 <= v <= MAX_COUNT
-
-        for name in ("num_generations", "prompts_per_step", "steps", "num_iterations",
-                     "max_completion_length", "eval_every", "eval_samples"):
-            v = getattr(self, name)
-            if not count(v):
-                raise bad(name, f"must be an integer in [1, {MAX_COUNT}], got {v!r}")
-        for name in ("max_train_prompts", "max_eval_prompts", "completion_budget",
-                     "census_samples"):
-            v = getattr(self, name)
-            if v is not None and not count(v):
-                raise bad(name, f"must be an integer in [1, {MAX_COUNT}] or unset, got {v!r}")
-        for name in ("seed", "census_seed"):
-            v = getattr(self, name)
-            if (v is not None or name == "seed") and (
-                    isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_SEED):
-                raise bad(name, f"must be an integer in [0, {MAX_SEED}], got {v!r}")
-        if self.num_generations < 2:
-            raise bad("num_generations", "must be >= 2 (a group of one has no baseline), "
-                      f"got {self.num_generations}")
-        per_step = self.num_generations * self.prompts_per_step
-        if per_step > MAX_COMPLETIONS_PER_STEP:
-            raise bad("prompts_per_step", f"× G = {self.prompts_per_step} × "
-                      f"{self.num_generations} = {per_step} completions per step; a step holds "
-                      f"them all in memory, so at most {MAX_COMPLETIONS_PER_STEP} are allowed")
+        """Raise a ValueError naming the first bad field (as its CLI flag): the per-field
+        table :data:`RULES`, then the checks that relate two fields."""
+        check_fields(self, RULES)
+        if not isinstance(self.task, str) or not isinstance(self.model, str) or not self.model:
+            raise bad_field("task" if not isinstance(self.task, str) else "model",
+                       "must be a non-empty name")
+        if not isinstance(self.task_kwargs, dict):
+            raise bad_field("task_kwargs", f"must be a JSON object, got {self.task_kwargs!r}")
+        if not isinstance(self.warmstart, WarmStartConfig):
+            raise bad_field("warmstart", f"must be a WarmStartConfig, got {self.warmstart!r}")
+        self.warmstart.validate()
         if self.train_difficulties is not None and (
                 not isinstance(self.train_difficulties, list | tuple)
                 or not self.train_difficulties
                 or any(isinstance(d, bool) or not isinstance(d, int) or d < 1
                        for d in self.train_difficulties)):
-            raise bad("train_difficulties", "must be a non-empty list of levels >= 1 or unset, "
-                      f"got {self.train_difficulties!r}")
-        if not isinstance(self.task, str) or not isinstance(self.model, str) or not self.model:
-            raise bad("task" if not isinstance(self.task, str) else "model",
-                      "must be a non-empty name")
-        if not isinstance(self.task_kwargs, dict):
-            raise bad("task_kwargs", f"must be a JSON object, got {self.task_kwargs!r}")
-        if not isinstance(self.warmstart, WarmStartConfig):
-            raise bad("warmstart", f"must be a WarmStartConfig, got {self.warmstart!r}")
-        self.warmstart.validate()
-        for name, allowed in (("loss_type", LOSS_TYPES), ("scale_rewards", SCALES),
-                              ("advantage_baseline", BASELINES), ("backend", BACKENDS)):
-            if getattr(self, name) not in allowed:
-                raise bad(name, f"must be one of {', '.join(allowed)}, "
-                          f"got {getattr(self, name)!r}")
-        if self.advantage_ddof not in (0, 1):
-            raise bad("advantage_ddof", f"must be 0 or 1, got {self.advantage_ddof!r}")
-        for name in ("learning_rate", "temperature", "advantage_eps"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not (isinstance(v, int | float) and math.isfinite(v)
-                                           and v > 0):
-                raise bad(name, f"must be a positive finite number, got {v!r}")
-        if not 1e-3 <= self.temperature <= 100:
-            raise bad("temperature", f"must be in [0.001, 100] (logits / T overflows or "
-                      f"flattens beyond), got {self.temperature!r}")
-        if self.learning_rate > 1.0:
-            raise bad("learning_rate", f"must be <= 1 (AdamW diverges far below that), "
-                      f"got {self.learning_rate!r}")
-        for name in ("beta", "epsilon", "max_grad_norm"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not (isinstance(v, int | float) and math.isfinite(v)
-                                           and v >= 0):
-                raise bad(name, f"must be a non-negative finite number, got {v!r}")
-        if self.epsilon >= 1:
-            raise bad("epsilon", f"must be < 1 (the ratio is clipped to [1 - ε, 1 + ε]), "
-                      f"got {self.epsilon!r}")
-        if self.epsilon_high is not None and not (
-                isinstance(self.epsilon_high, int | float) and math.isfinite(self.epsilon_high)
-                and self.epsilon_high >= 0):
-            raise bad("epsilon_high", f"must be >= 0 or unset, got {self.epsilon_high!r}")
-        if isinstance(self.top_p, bool) or not (isinstance(self.top_p, int | float)
-                                                and 0 < self.top_p <= 1):
-            raise bad("top_p", f"must be in (0, 1], got {self.top_p!r}")
+            raise bad_field("train_difficulties", "must be a non-empty list of levels >= 1 or "
+                       f"unset, got {self.train_difficulties!r}")
+        per_step = self.num_generations * self.prompts_per_step
+        if per_step > MAX_COMPLETIONS_PER_STEP:
+            raise bad_field("prompts_per_step", f"× G = {self.prompts_per_step} × "
+                       f"{self.num_generations} = {per_step} completions per step; a step "
+                       f"holds them all in memory, so at most {MAX_COMPLETIONS_PER_STEP} are "
+                       "allowed")
         if self.pass_rate_window_size < self.num_generations:
-            raise bad("census_samples", f"({self.census_samples}) must be >= num_generations "
-                      f"({self.num_generations}) for the unbiased zero-variance prediction")
+            raise bad_field("census_samples", f"({self.census_samples}) must be >= num_generations "
+                       f"({self.num_generations}) for the unbiased zero-variance prediction")
         if self.completion_budget is not None and self.completion_budget < self.num_generations:
-            raise bad("completion_budget", f"({self.completion_budget}) is smaller than one "
-                      f"group of {self.num_generations}")
+            raise bad_field("completion_budget", f"({self.completion_budget}) is smaller than one "
+                       f"group of {self.num_generations}")
         if not isinstance(self.device, str) or not (
                 self.device in ("auto", "cpu", "cuda") or (
                     self.device.startswith("cuda:") and self.device[5:].isdigit())):
-            raise bad("device", f"must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+            raise bad_field("device", f"must be auto, cpu, cuda or cuda:N, got {self.device!r}")
         return self
 
     def validate_prompts(self, task=None) -> GRPOConfig:
@@ -231,7 +186,7 @@ class GRPOConfig:
         step's prompts fit in the training set."""
         self.validate()
         if task is None:
-            from grpolab.tasks.arithmetic import get_task
+            from grpolab.tasks.registry import get_task
 
             try:
                 task = get_task(self.task, **self.task_kwargs)
@@ -252,16 +207,68 @@ class GRPOConfig:
     def from_dict(cls, d: dict) -> GRPOConfig:
         """Inverse of :meth:`to_dict`; unknown keys are an error that names them."""
         d = dict(d)
-        unknown = set(d) - {f.name for f in dataclasses.fields(cls)}
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
         if unknown:
-            raise ValueError(f"unknown GRPOConfig fields: {', '.join(sorted(unknown))}")
+            raise ValueError(f"unknown GRPOConfig fields: {', '.join(unknown)}"
+                             + _nearest(unknown[0], names))
         if isinstance(d.get("warmstart"), dict):
             d["warmstart"] = WarmStartConfig(**d["warmstart"])
         return cls(**d)
 
-    def with_overrides(self, **overrides) -> GRPOConfig:
-        """A copy with ``overrides`` applied (names must be fields)."""
-        return GRPOConfig.from_dict({**self.to_dict(), **overrides})
+
+#: The per-field checks of :meth:`GRPOConfig.validate`, one row per field (the checks that
+#: relate two fields are written out in ``validate``).
+RULES: dict[str, Rule] = {
+    "num_generations": count_rule(2, why="a group of one has no baseline"),
+    "prompts_per_step": count_rule(), "steps": count_rule(), "num_iterations": count_rule(),
+    "max_completion_length": count_rule(), "eval_every": count_rule(), "eval_samples": count_rule(),
+    "max_train_prompts": count_rule(optional=True), "max_eval_prompts": count_rule(optional=True),
+    "completion_budget": count_rule(optional=True), "census_samples": count_rule(optional=True),
+    "seed": seed_rule(), "census_seed": seed_rule(optional=True),
+    "loss_type": Rule("choice", choices=LOSS_TYPES),
+    "scale_rewards": Rule("choice", choices=SCALES),
+    "advantage_baseline": Rule("choice", choices=BASELINES),
+    "backend": Rule("choice", choices=BACKENDS),
+    "advantage_ddof": Rule("choice", choices=(0, 1)),
+    "learning_rate": Rule("real", 0, 1, low_open=True,
+                          why="AdamW diverges far below that"),
+    "temperature": Rule("real", 1e-3, 100, why="logits / T overflows or flattens beyond"),
+    "advantage_eps": Rule("real", 0, None, low_open=True),
+    "beta": Rule("real", 0), "max_grad_norm": Rule("real", 0),
+    "epsilon": Rule("real", 0, 1, high_open=True, why="the ratio is clipped to [1 - ε, 1 + ε]"),
+    "epsilon_high": Rule("real", 0, optional=True),
+    "top_p": Rule("real", 0, 1, low_open=True),
+}
+
+
+def apply_overrides(config: GRPOConfig, overrides: Mapping | None = None, /,
+                    **more) -> GRPOConfig:
+    """``config`` with ``overrides`` (and keyword ``more``) applied and validated: the one way
+    a preset, a regime, a lab item or the command line changes a config.
+
+    Names must be fields. A dict given for a dict or dataclass field (``task_kwargs``,
+    ``warmstart``) is merged key by key into the config's value
+    (``--warmstart '{"steps": 50}'`` keeps the preset's model size); any other value replaces
+    the field's. Returns a new object.
+    """
+    base = config.to_dict()
+    merged = dict(base)
+    for name, value in {**(overrides or {}), **more}.items():
+        if name not in base:
+            raise ValueError(f"not a GRPOConfig field: {name!r}"
+                             + _nearest(name, base))
+        if isinstance(value, dict) and isinstance(base[name], dict):
+            value = {**base[name], **value}
+        merged[name] = value
+    return GRPOConfig.from_dict(merged).validate()
+
+
+def _nearest(name: str, known) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def training_prompts(config: GRPOConfig, task) -> tuple[list, list]:
@@ -280,17 +287,3 @@ def training_prompts(config: GRPOConfig, task) -> tuple[list, list]:
     if config.max_eval_prompts is not None:
         evals = evals[:config.max_eval_prompts]
     return train, evals
-
-
-@functools.cache
-def field_docs(cls: type = GRPOConfig) -> dict[str, str]:
-    """The docstring written under each field of dataclass ``cls`` (for ``--help``)."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    body = tree.body[0].body
-    docs = {}
-    for node, nxt in zip(body, body[1:], strict=False):
-        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-                and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)
-                and isinstance(nxt.value.value, str)):
-            docs[node.target.id] = " ".join(nxt.value.value.split())
-    return docs

@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import torch
 
-from grpolab.advantages import group_advantages
-from grpolab.grpo import decode
+from grpolab.grpo import fast_llama
 
-__all__ = ["LOSS_TYPES", "per_token_logprobs", "grpo_loss", "compute_advantages", "grpo_update"]
+__all__ = ["LOSS_TYPES", "per_token_logprobs", "grpo_loss", "grpo_update"]
 
 from grpolab.grpo.config import LOSS_TYPES  # noqa: E402  (one list, shared with the config)
 
@@ -38,16 +37,16 @@ def per_token_logprobs(model, prompt_ids, prompt_mask, completion_ids, completio
     One forward pass over prompt + completion; logits are divided by ``temperature``, as
     in sampling (TRL does the same). Returns ``(logprobs, entropy)``, both (N, T).
 
-    For Llama models (``fast=None`` → :func:`grpolab.grpo.decode.supports`) the pass is
-    :func:`grpolab.grpo.decode.completion_logits`: the same numbers, but a prompt shared by
+    For Llama models (``fast=None`` → :func:`grpolab.grpo.fast_llama.supports`) the pass is
+    :func:`grpolab.grpo.fast_llama.completion_logits`: the same numbers, but a prompt shared by
     consecutive rows (a GRPO group) is computed once instead of G times, and only the
     completion positions reach the head. ``fast=False`` forces ``model.forward``.
     """
     T = completion_ids.shape[1]
     if fast is None:
-        fast = decode.supports(model)
+        fast = fast_llama.supports(model)
     if fast:
-        logits = decode.completion_logits(model, prompt_ids, prompt_mask, completion_ids,
+        logits = fast_llama.completion_logits(model, prompt_ids, prompt_mask, completion_ids,
                                           completion_mask).float()
     else:
         ids = torch.cat([prompt_ids, completion_ids], dim=1)
@@ -156,14 +155,6 @@ def _check_dr_grpo_length(loss_type: str, max_completion_length) -> None:
             or max_completion_length < 1):
         raise ValueError(f"max_completion_length must be an integer >= 1, "
                          f"got {max_completion_length!r}")
-
-
-def compute_advantages(rewards, num_generations: int, scale_rewards: str = "group"):
-    """Group-relative advantages of flat prompt-major rewards (TRL's ``scale_rewards``:
-    ``"group"``, ``"batch"`` or ``"none"``); a thin torch wrapper of
-    :func:`grpolab.advantages.group_advantages`."""
-    r = torch.as_tensor(rewards, dtype=torch.float32)
-    return group_advantages(r, num_generations, scale=scale_rewards)
 
 
 def grpo_update(model, optimizer, rollout, advantages, *, ref_model=None,

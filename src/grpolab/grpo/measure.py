@@ -17,8 +17,8 @@ from grpolab import theory
 from grpolab.advantages import group_advantages, zero_variance_groups
 from grpolab.grpo.rollout import sample
 
-__all__ = ["rewards_of", "evaluate", "pass_rate_census", "PassRateWindow", "gradient_noise",
-           "noise_from_gram"]
+__all__ = ["rewards_of", "evaluate", "pass_rate_census", "PassRateWindow",
+           "ZeroVarianceMonitor", "gradient_noise", "noise_from_gram"]
 
 
 def rewards_of(task, prompts, texts, G: int) -> np.ndarray:
@@ -96,6 +96,66 @@ class PassRateWindow:
             for hit in np.asarray(row)[-width:]:
                 self.hits[j, self.next[j]] = hit
                 self.next[j] = (self.next[j] + 1) % width
+
+
+class ZeroVarianceMonitor:
+    """Zero-variance groups step by step: observed in the step's rewards, and predicted
+    before the step from each prompt's recent rewards (:class:`PassRateWindow`).
+
+    Both backends feed it the same way (:meth:`observe`, once per step), so their logs and
+    summaries compute these numbers identically. The prediction for a group of size g is the
+    unbiased estimate of p^g + (1 − p)^g from the prompt's window
+    (:func:`grpolab.theory.unbiased_zero_variance_estimate`), next to the plug-in p̂^g + (1−p̂)^g.
+    Every group is predicted before any is recorded, because a prompt may recur in a batch.
+    Non-binary rewards (partial credit, length bonuses) are observed but not predicted.
+    """
+
+    def __init__(self, census: np.ndarray, width: int):
+        self.window = PassRateWindow(census, width)
+        self.width = width
+        self.observed: list[float] = []
+        self.predicted: list[float] = []
+        self.informative_groups = 0
+        self.groups = 0
+
+    def observe(self, rewards: np.ndarray, group_sizes, prompt_idx) -> dict:
+        """Record one step's groups (flat prompt-major ``rewards``; ``group_sizes[j]`` rewards
+        of prompt ``prompt_idx[j]``); return the step's log entries."""
+        sizes = list(group_sizes)
+        starts = np.cumsum([0] + sizes)[:-1]
+        zero_var = np.array([bool(zero_variance_groups(rewards[s:s + g], g)[0])
+                             for s, g in zip(starts, sizes, strict=True)])
+        observed = float(zero_var.mean())
+        rec: dict = {}
+        binary = bool(np.all((rewards == 0) | (rewards == 1)))
+        if binary and max(sizes) <= self.width:
+            pred, plug = [], []
+            for g, i in zip(sizes, prompt_idx, strict=True):
+                u, p = self.window.predict([i], g)
+                pred.append(float(u[0]))
+                plug.append(float(p[0]))
+            rec.update(zero_variance_predicted=float(np.mean(pred)),
+                       zero_variance_predicted_plugin=float(np.mean(plug)))
+            self.predicted.append(rec["zero_variance_predicted"])
+        if binary:
+            for s, g, i in zip(starts, sizes, prompt_idx, strict=True):
+                self.window.push([i], [rewards[s:s + g] > 0.5])
+            rec["pass_rate_estimate_mean"] = float(self.window.hits[list(prompt_idx)].mean())
+        self.observed.append(observed)
+        self.informative_groups += int((~zero_var).sum())
+        self.groups += len(sizes)
+        rec.update(zero_variance_observed=observed, informative_fraction=1.0 - observed,
+                   groups=len(sizes))
+        return rec
+
+    def summary(self) -> dict:
+        """The run's means: observed and predicted fractions, their gap, groups used."""
+        obs = float(np.mean(self.observed)) if self.observed else None
+        pred = float(np.mean(self.predicted)) if self.predicted else None
+        return {"zero_variance_observed": obs, "zero_variance_predicted": pred,
+                "zero_variance_abs_gap": (abs(obs - pred) if obs is not None and pred is not None
+                                          else None),
+                "informative_groups_used": self.informative_groups, "groups_used": self.groups}
 
 
 def gradient_noise(model, tokenizer, task, prompts, config, batches: int, seed: int = 0) -> dict:

@@ -1,4 +1,13 @@
-"""What every result file records, and how it is written: provenance and atomic JSON.
+"""The run store: what every result file records, how it is written and read back.
+
+- :func:`provenance`: the one dict of version, commit, library versions and device that every
+  result file carries.
+- :class:`RunLog`: a run's ``log.jsonl`` and ``summary.json``, written the same way by both
+  backends.
+- :func:`finished_run`: the one check of "is this run finished, with the same config and warm
+  start?", naming the difference when it is not.
+- :func:`cached_census`: the one cache of pass-rate censuses, which records its inputs.
+- atomic writers (JSON, NPY, CSV, text) and checked readers (below).
 
 A result that cannot say which code, which versions and which machine made it cannot be
 reproduced, so every ``summary.json`` carries :func:`provenance`. Files are written through
@@ -14,12 +23,16 @@ names the file, says what is wrong with it and what to do.
 from __future__ import annotations
 
 import contextlib
+import csv
+import hashlib
 import json
 import os
 import subprocess
+import time
 
 __all__ = ["git_commit", "device_name", "provenance", "output_lock", "write_json_atomic",
-           "write_npy_atomic",
+           "write_npy_atomic", "write_csv_atomic", "write_text_atomic", "RunLog",
+           "finished_run", "config_differences", "cached_census",
            "CorruptFileError", "read_json", "read_jsonl", "read_npy"]
 
 
@@ -51,7 +64,8 @@ def device_name(device) -> str:
 
 
 def provenance(device) -> dict:
-    """grpolab version, git commit, torch/transformers versions and the device."""
+    """grpolab version, git commit, torch/transformers versions, the device and torch's thread
+    count: what every result file records about how it was made."""
     import torch
     import transformers
 
@@ -59,7 +73,7 @@ def provenance(device) -> dict:
 
     return {"grpolab_version": __version__, "git_commit": git_commit(),
             "torch_version": torch.__version__, "transformers_version": transformers.__version__,
-            "device": device_name(device)}
+            "device": device_name(device), "torch_threads": torch.get_num_threads()}
 
 
 _HELD: dict[str, list] = {}  # real path → [open lock file, depth]: re-entrant per process
@@ -130,6 +144,224 @@ def write_npy_atomic(path: str | os.PathLike, array) -> None:
     tmp = f"{path}.tmp-{os.getpid()}.npy"
     np.save(tmp, array)
     os.replace(tmp, path)
+
+
+def write_csv_atomic(path: str | os.PathLike, rows: list[dict]) -> None:
+    """Rows of dicts as CSV (columns in first-seen order), written atomically."""
+    path = os.fspath(path)
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, path)
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Text written to a temporary name, then renamed (as :func:`write_json_atomic`)."""
+    path = os.fspath(path)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+# ----------------------------------------------------------------------------- a run's log
+#: Entries of an evaluation row (grpolab.grpo.measure.evaluate), kept as the run's latest.
+EVAL_KEYS = ("eval_greedy_accuracy", "eval_sampled_accuracy",
+             "eval_greedy_accuracy_by_difficulty", "eval_sampled_accuracy_by_difficulty")
+
+
+class RunLog:
+    """One run's ``log.jsonl`` (a JSON line per step, written as it happens) and its
+    ``summary.json`` (written last and atomically: its presence marks a finished run).
+
+    Both backends write through it, so their files have the same names and the summary the
+    same fields. The summary is computed from the logged rows themselves (gradient norms,
+    completion lengths, KL, the first and latest evaluation), never from a second copy.
+    ``write`` on a non-main process (``is_main=False``, several GPUs) only keeps the rows.
+    """
+
+    def __init__(self, out_dir: str | os.PathLike, is_main: bool = True):
+        self.out_dir, self.is_main = os.fspath(out_dir), is_main
+        self.start = time.time()
+        self.rows: list[dict] = []
+        # a restarted run starts its log afresh
+        self._file = open(os.path.join(self.out_dir, "log.jsonl"), "w") if is_main else None
+
+    def elapsed(self) -> float:
+        """Seconds since the log was opened (just before the first evaluation)."""
+        return time.time() - self.start
+
+    def write(self, rec: dict) -> None:
+        self.rows.append(rec)
+        if self._file is not None:
+            self._file.write(json.dumps(rec) + "\n")
+            self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _evals(self) -> tuple[dict, dict]:
+        evals = [r for r in self.rows if "eval_greedy_accuracy" in r]
+        return evals[0], evals[-1]
+
+    def summary(self, config, *, device, source: str, monitor_summary: dict,
+                extra: dict | None = None) -> dict:
+        """The run's summary from its rows; written to ``summary.json`` on the main process."""
+        self.close()
+        import numpy as np
+
+        steps = [r for r in self.rows if r.get("step", 0) > 0]
+        updates = [r for r in steps if "grad_norm" in r]
+        grad_norms = [r["grad_norm"] for r in updates]
+        lengths = [r["completion_length_mean"] for r in steps if "completion_length_mean" in r]
+        drift = [r["kl_to_warm_start"] for r in steps if r.get("kl_to_warm_start") is not None]
+        tokens = [r["tokens"] for r in steps if "tokens" in r]
+        initial, last = self._evals()
+        final = updates[-1] if updates else {}
+        summary = {
+            "G": config.num_generations, "seed": config.seed,
+            "prompts_per_step": config.prompts_per_step, "backend": config.backend,
+            "steps": steps[-1]["step"] if steps else 0,
+            "updates": len(updates), "steps_without_update": len(steps) - len(updates),
+            "initial_accuracy": initial["eval_greedy_accuracy"],
+            "final_accuracy": last["eval_greedy_accuracy"],
+            "initial_sampled_accuracy": initial["eval_sampled_accuracy"],
+            "final_sampled_accuracy": last["eval_sampled_accuracy"],
+            "initial_accuracy_by_difficulty": initial["eval_greedy_accuracy_by_difficulty"],
+            "final_accuracy_by_difficulty": last["eval_greedy_accuracy_by_difficulty"],
+            "initial_sampled_accuracy_by_difficulty":
+                initial["eval_sampled_accuracy_by_difficulty"],
+            "final_sampled_accuracy_by_difficulty": last["eval_sampled_accuracy_by_difficulty"],
+            **monitor_summary,
+            "grad_norm_mean": float(np.mean(grad_norms)) if grad_norms else None,
+            "grad_norm_std": float(np.std(grad_norms)) if grad_norms else None,
+            "final_entropy": final.get("entropy"), "final_kl": final.get("kl"),
+            "final_kl_to_warm_start": drift[-1] if drift else None,
+            "initial_completion_length": float(np.mean(lengths[:5])) if lengths else None,
+            "final_completion_length": float(np.mean(lengths[-5:])) if lengths else None,
+            "completions": steps[-1]["completions"] if steps else 0,
+            "tokens": tokens[-1] if tokens else 0, "seconds": self.elapsed(),
+            **warmstart_record(config, source), "policy": source,
+            "config": config.to_dict(), **provenance(device), **(extra or {}),
+        }
+        summary["informative_per_1k_completions"] = (
+            1000 * summary["informative_groups_used"] / max(summary["completions"], 1))
+        if self.is_main:
+            write_json_atomic(os.path.join(self.out_dir, "summary.json"), summary)
+        return summary
+
+
+def warmstart_record(config, source: str) -> dict:
+    """The warm start's cache key and weight checksum (tiny model only), so a fresh clone that
+    trains the warm start again can check it got the same weights."""
+    if config.model != "tiny":
+        return {}
+    from grpolab.grpo.warmstart import weights_checksum
+
+    return {"warmstart_key": config.warmstart_key, "warmstart_sha256": weights_checksum(source)}
+
+
+# ----------------------------------------------------------------------------- finished runs
+def _normalised(d: dict) -> dict:
+    """``d`` as it reads back from JSON (tuples become lists, keys strings)."""
+    return json.loads(json.dumps(d, default=str))
+
+
+def config_differences(stored: dict, current: dict, limit: int = 3) -> str:
+    """``"field old -> new, ..."`` for the fields (up to ``limit``) where two configs differ."""
+    stored, current = _normalised(stored), _normalised(current)
+    keys = [k for k in dict.fromkeys([*current, *stored]) if stored.get(k) != current.get(k)]
+    return ", ".join(f"{k} {stored.get(k)!r} -> {current.get(k)!r}" for k in keys[:limit])
+
+
+def finished_run(run_dir: str | os.PathLike, config, *, check_log: bool = False,
+                 what: str = "a run summary") -> dict | None:
+    """The summary of the finished run in ``run_dir`` if it is a run of ``config``; None when
+    the run has not finished (no ``summary.json``).
+
+    Refused (a ValueError naming the folder and the difference): a finished run of another
+    config, or one trained from another warm start (another warm-start config, torch version,
+    thread count or model code). ``check_log`` also requires ``log.jsonl`` to end with the
+    final evaluation the summary reports (a log cut short is a :class:`CorruptFileError`).
+    ``config`` is a GRPOConfig or the plain dict of a config.
+    """
+    run_dir = os.fspath(run_dir)
+    path = os.path.join(run_dir, "summary.json")
+    if not os.path.isfile(path):
+        return None
+    remedy = f"delete the folder {run_dir} and rerun (only that run is redone)"
+    summary = read_json(path, what, keys=("config",), remedy=remedy)
+    current = config if isinstance(config, dict) else config.to_dict()
+    diff = config_differences(summary["config"], current)
+    if diff:
+        raise ValueError(f"{run_dir} holds a finished run of another config ({diff}); use "
+                         "another --out, or delete that folder to train it again")
+    warm = None if isinstance(config, dict) else (
+        config.warmstart_key if config.model == "tiny" else None)
+    if warm and summary.get("warmstart_key") not in (None, warm):
+        raise ValueError(f"{run_dir} was trained from warm start {summary['warmstart_key']}, "
+                         f"this command's is {warm} (another warm-start config, --threads, "
+                         "torch version or model code); rerun with the same settings, or use "
+                         "another --out")
+    if check_log:
+        log_path = os.path.join(run_dir, "log.jsonl")
+        if not os.path.isfile(log_path):
+            raise CorruptFileError(log_path, "is missing but the run's summary.json is there",
+                                   remedy)
+        records = read_jsonl(log_path, "a run log", remedy=remedy)
+        steps = summary.get("steps")
+        if not any(r.get("step") == steps and "eval_greedy_accuracy" in r for r in records):
+            raise CorruptFileError(log_path, f"ends at step {records[-1].get('step')} without "
+                                   f"the final evaluation of step {steps} that summary.json "
+                                   "reports (the log was cut short)", remedy)
+        summary["_log"] = records
+    return summary
+
+
+# ----------------------------------------------------------------------------- census cache
+def cached_census(stem: str | os.PathLike, inputs: dict, make, *, samples: int,
+                  rows: int, frozen: bool = False, log=None):
+    """A pass-rate census stored as ``stem.npy`` with its inputs in ``stem.json``.
+
+    The file on disk is used when it was made from the same ``inputs`` and holds ``rows``
+    prompts × at least ``samples`` samples; otherwise ``make(samples)`` measures it again and
+    both files are rewritten. ``frozen=True`` (finished runs were seeded from the file on
+    disk) refuses to replace a census made from other inputs, naming the difference.
+    ``log(message)`` is told when a file on disk is replaced.
+    """
+    stem = os.fspath(stem)
+    path, meta_path = stem + ".npy", stem + ".json"
+    inputs = _normalised(inputs)
+    if os.path.isfile(path):
+        census = read_npy(path, "a pass-rate census", ndim=2)
+        meta = (read_json(meta_path, "a census record") if os.path.isfile(meta_path) else {})
+        same = meta.get("inputs") == inputs
+        if same and census.shape[0] == rows and census.shape[1] >= samples:
+            return census
+        if frozen:
+            why = (config_differences(meta.get("inputs", {}), inputs) if not same
+                   else f"{census.shape[1]} samples per prompt, {samples} needed")
+            raise ValueError(f"{path} was made from other inputs than this command's ({why}), "
+                             "and finished runs were seeded from it; use another --out")
+        if log is not None:
+            log(f"{path}: made from other inputs or too narrow; rebuilding it")
+    census = make(samples)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    write_npy_atomic(path, census)
+    write_json_atomic(meta_path, {"inputs": inputs, "shape": list(census.shape)})
+    return census
+
+
+def census_stem(cache_dir: str | os.PathLike, inputs: dict) -> str:
+    """A cache file stem named by a hash of ``inputs`` (for caches shared by many configs)."""
+    blob = json.dumps(_normalised(inputs), sort_keys=True)
+    return os.path.join(os.fspath(cache_dir),
+                        f"census-{hashlib.sha256(blob.encode()).hexdigest()[:12]}")
 
 
 class CorruptFileError(ValueError):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from grpolab.grpo import decode
+from grpolab.grpo import fast_llama
 
 __all__ = ["Rollout", "sample", "sample_next_token", "multinomial_one", "exponential_like",
            "encode_prompts", "merge_rollouts"]
@@ -69,8 +69,8 @@ def encode_prompts(tokenizer, prompts: list[str], device) -> tuple[torch.Tensor,
 def _cache_argument(model_class: type) -> str:
     """transformers ≥ 5 names the cache argument ``cache``; older versions ``past_key_values``.
 
-    Looked up once per model class: ``inspect.signature`` on every decoded token showed up
-    in the rollout profile (benchmarks/RESULTS.md).
+    Looked up once per model class: ``inspect.signature`` on every decoded token would be a
+    visible share of a tiny model's decode step.
     """
     params = inspect.signature(model_class.forward).parameters
     return "cache" if "cache" in params else "past_key_values"
@@ -181,8 +181,8 @@ def sample(model, tokenizer, prompts: list[str], num_generations: int = 1, *,
         temperature: softmax temperature; 0 means greedy.
         top_p: nucleus sampling mass in (0, 1].
         generator: a seeded ``torch.Generator`` on the model's device, for reproducible draws.
-        fast: use the hand-written Llama decode loop (:mod:`grpolab.grpo.decode`);
-            ``None`` (default) takes it whenever :func:`grpolab.grpo.decode.supports` the
+        fast: use the hand-written Llama decode loop (:mod:`grpolab.grpo.fast_llama`);
+            ``None`` (default) takes it whenever :func:`grpolab.grpo.fast_llama.supports` the
             model, ``False`` forces the generic ``model.forward`` loop (for comparisons).
 
     Returns:
@@ -203,9 +203,9 @@ def sample(model, tokenizer, prompts: list[str], num_generations: int = 1, *,
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
     ids, mask = encode_prompts(tokenizer, prompts, device)
     if fast is None:
-        fast = decode.supports(model)
+        fast = fast_llama.supports(model)
     if fast:
-        completion_ids, completion_mask, old_logprobs = decode.sample_llama(
+        completion_ids, completion_mask, old_logprobs = fast_llama.sample_llama(
             model, ids, mask, G, max_new_tokens, temperature, top_p, generator, eos, pad,
             sample_next_token)
     else:

@@ -2,15 +2,16 @@
 
 grpolab's own loop (:mod:`grpolab.grpo.loop`) is written to be read. For many GPUs, vLLM
 generation, DeepSpeed or FSDP, use an engine that already has them: TRL. This module maps
-a :class:`grpolab.grpo.loop.GRPOConfig` onto TRL's ``GRPOConfig`` name for name
+a :class:`grpolab.grpo.config.GRPOConfig` onto TRL's ``GRPOConfig`` name for name
 (``num_generations = G``, ``beta``, ``epsilon``, ``epsilon_high``, ``loss_type``,
 ``scale_rewards``, ``num_iterations``, ``temperature``, ``top_p``,
 ``max_completion_length``), hands TRL our task's reward function, and adds a
 ``TrainerCallback`` that writes grpolab's per-step log: the observed fraction of
 zero-variance groups next to the predicted p^G + (1 − p)^G, reward, grad norm, KL, entropy,
 completions, tokens, wall time, and held-out accuracy. The run writes the same
-``log.jsonl`` and ``summary.json`` as :func:`grpolab.grpo.loop.run`, so sweeps, plots and the
-book treat both backends alike.
+``log.jsonl`` and ``summary.json`` as :func:`grpolab.grpo.loop.train` (through the same
+:class:`grpolab.grpo.records.RunLog` and :class:`grpolab.grpo.measure.ZeroVarianceMonitor`),
+so sweeps, plots and the book treat both backends alike.
 
 Batch layout: one optimizer step per generation batch of B prompts × G completions
 (``per_device_train_batch_size · processes = B·G``, ``gradient_accumulation_steps = 1``,
@@ -50,17 +51,12 @@ Derived in: book/labs/02-smollm2.md ("Scaling out: the TRL backend").
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import time
 from dataclasses import replace
 
 import numpy as np
 
-from grpolab import theory
-from grpolab.advantages import zero_variance_groups
-
-__all__ = ["RewardRecorder", "callback_class", "trl_args", "build_trainer", "run",
+__all__ = ["RewardRecorder", "callback_class", "trl_args", "build_trainer", "train",
            "completion_text", "LOGGED_KEYS", "TRL_LOG_NAMES"]
 
 #: The per-step log vocabulary both backends share (grpolab.grpo.loop writes these names):
@@ -195,8 +191,8 @@ def trl_args(config, out_dir: str, *, device, progress: bool = True, use_vllm: b
       without it, and grpolab's loop does not checkpoint.
     - ``bf16`` (TRL default ``True``, even with ``use_cpu``): autocasts the forward passes
       to bfloat16. On a CPU without native bf16 (no AVX512-BF16/AMX) that is several times
-      slower than float32, and checkpointing doubles it (the ~10× TRL step of issue 14;
-      benchmarks/bench_step.py records both settings). Here: bf16 only on a CUDA device
+      slower than float32, and checkpointing doubles it (benchmarks/bench_step.py
+      records both settings). Here: bf16 only on a CUDA device
       that supports it, float32 on CPU, as in grpolab's loop.
 
     ``overrides`` are passed on to TRL's ``GRPOConfig`` last (the benchmark uses them for
@@ -276,24 +272,19 @@ def callback_class():
     class _GRPOLabCallback(TrainerCallback):
         """Writes grpolab's per-step log from inside TRL's training loop.
 
-        ``on_step_end`` (after the optimizer step): the step's rewards from the
-        :class:`RewardRecorder` give the observed zero-variance fraction; the prompts' reward
-        windows *before* this step give the prediction (unbiased C(k, G)/C(n, G) and
-        plug-in); then the step's rewards enter the windows. ``on_log``: TRL's own metrics
-        join the record under the loop's names (:data:`TRL_LOG_NAMES`), which is written
-        as one JSON line.
+        ``on_step_end`` (after the optimizer step): the step's whole groups, from the
+        :class:`RewardRecorder`, go to the run's
+        :class:`~grpolab.grpo.measure.ZeroVarianceMonitor` (observed fraction; prediction from
+        the prompts' windows before this step), as in grpolab's loop. ``on_log``: TRL's own
+        metrics join the record under the loop's names (:data:`TRL_LOG_NAMES`), and the
+        record goes to the :class:`~grpolab.grpo.records.RunLog`.
         """
 
-        def __init__(self, recorder, window, G, log, evaluate, eval_every, steps, start,
-                     is_main=True):
-            self.recorder, self.window, self.G = recorder, window, G
+        def __init__(self, recorder, monitor, G, log, evaluate, eval_every, steps):
+            self.recorder, self.monitor, self.G = recorder, monitor, G
             self.log, self.evaluate, self.eval_every, self.steps = log, evaluate, eval_every, steps
-            self.start, self.is_main = start, is_main
             self.pending: dict | None = None
             self.completions = self.tokens = self.step_completions = 0
-            self.zero_obs: list[float] = []
-            self.zero_pred: list[float] = []
-            self.last_eval: dict | None = None
 
         def on_step_end(self, args, state, control, model=None, **kwargs):
             idx, rewards = self.recorder.pop()
@@ -301,18 +292,9 @@ def callback_class():
             rec: dict = {"step": int(state.global_step)}
             if len(groups_idx):
                 flat = groups.reshape(-1)
-                observed = float(zero_variance_groups(flat, self.G).mean())
                 rec.update(reward_mean=float(flat.mean()), reward_std=float(flat.std()),
-                           zero_variance_observed=observed, groups=len(groups_idx),
-                           informative_fraction=1.0 - observed)
-                self.zero_obs.append(observed)
-                if np.all((flat == 0) | (flat == 1)) and self.window is not None:
-                    unbiased, plug_in = self.window.predict(groups_idx, self.G)
-                    self.window.push(groups_idx, groups > 0.5)
-                    rec.update(zero_variance_predicted=float(unbiased.mean()),
-                               zero_variance_predicted_plugin=float(plug_in.mean()),
-                               pass_rate_estimate_mean=float(self.window.hits[groups_idx].mean()))
-                    self.zero_pred.append(rec["zero_variance_predicted"])
+                           **self.monitor.observe(flat, [self.G] * len(groups_idx),
+                                                  groups_idx.tolist()))
             # The whole generation batch (all processes), not just what this process scored.
             before = self.completions
             self.step_completions = (args.per_device_train_batch_size * args.world_size
@@ -325,10 +307,9 @@ def callback_class():
             if self.evaluate is not None and (crossed or state.global_step == self.steps):
                 was_training = model.training
                 model.eval()
-                self.last_eval = self.evaluate(model)
+                rec.update({k: v for k, v in self.evaluate(model).items() if k != "step"})
                 if was_training:
                     model.train()
-                rec.update({k: v for k, v in self.last_eval.items() if k != "step"})
                 rec["kl_to_warm_start"] = None  # not measured by this backend (see LOGGED_KEYS)
             self.pending = rec
 
@@ -344,10 +325,8 @@ def callback_class():
             if "completion_length_mean" in rec:  # TRL's mean over this step's completions
                 self.tokens += int(round(rec["completion_length_mean"] * self.step_completions))
             rec["tokens"] = self.tokens
-            rec["seconds"] = time.time() - self.start
-            if self.is_main and self.log is not None:
-                self.log.write(json.dumps(rec) + "\n")
-                self.log.flush()
+            rec["seconds"] = self.log.elapsed()
+            self.log.write(rec)
 
     return _GRPOLabCallback
 
@@ -372,53 +351,41 @@ def build_trainer(config, model, tokenizer, task, train_prompts, *, out_dir: str
     return trainer, recorder
 
 
-def run(config, out_dir, *, cache_dir: str | None = None, census=None, progress: bool = True,
-        extra: dict | None = None, use_vllm: bool = False, lora_r: int = 0) -> dict:
+def train(config, out_dir, *, cache_dir: str | None = None, census=None, progress: bool = True,
+          extra: dict | None = None, use_vllm: bool = False, lora_r: int = 0) -> dict:
     """One GRPO run through TRL; writes ``log.jsonl`` and ``summary.json`` like
-    :func:`grpolab.grpo.loop.run` and returns the summary.
+    :func:`grpolab.grpo.loop.train` and returns the summary.
 
-    ``census``: a (n_train, ≥ G) pass/fail matrix of the starting policy for the predicted
-    zero-variance fraction (a sweep computes it once); computed here when ``None``.
+    ``census``: a (n_train, ≥ census_samples) pass/fail matrix of the starting policy for the
+    predicted zero-variance fraction (a sweep measures it once); measured here when ``None``,
+    with ``census_seed`` as in grpolab's loop.
     ``lora_r > 0`` trains a LoRA adapter of that rank (via ``peft``) instead of all weights.
     """
     import torch
 
-    from grpolab import __version__
-    from grpolab.grpo.loop import prepare_run
-    from grpolab.grpo.measure import PassRateWindow, evaluate, pass_rate_census
-    from grpolab.grpo.records import device_name, git_commit, write_json_atomic
+    from grpolab.grpo.measure import ZeroVarianceMonitor, evaluate
+    from grpolab.grpo.records import RunLog
+    from grpolab.grpo.setup import prepare_run, starting_census
 
     config.validate()
     if config.completion_budget is not None:
         raise ValueError("--backend trl counts --steps; unset --completion-budget")
-    out_dir, device, task, train_prompts, eval_prompts, model, tokenizer, source = prepare_run(
-        config, out_dir, cache_dir, progress)
-    G, B = config.num_generations, config.prompts_per_step
-    width = config.pass_rate_window_size
-    eval_rendered = _rendered(task, tokenizer, eval_prompts)
+    setup = prepare_run(config, out_dir, cache_dir, progress)
+    model, tokenizer, task = setup.model, setup.tokenizer, setup.task
+    eval_rendered = _rendered(task, tokenizer, setup.eval_prompts)
     sampling = dict(temperature=config.temperature, top_p=config.top_p,
                     max_new_tokens=config.max_completion_length)
-    eval_gen = torch.Generator(device=device).manual_seed(10_000 + config.seed)
+    eval_gen = torch.Generator(device=setup.device).manual_seed(10_000 + config.seed)
 
-    def _eval(m) -> dict:
+    def held_out(m) -> dict:
         return evaluate(m, tokenizer, task, eval_rendered, samples=config.eval_samples,
                         generator=eval_gen, **sampling)
 
-    if census is None:
-        census = pass_rate_census(model, tokenizer, task, _rendered(task, tokenizer, train_prompts),
-                                  samples=width, seed=config.seed, **sampling)
-    census = np.asarray(census)
-    if census.ndim != 2 or census.shape[0] != len(train_prompts) or census.shape[1] < width:
-        raise ValueError(f"census must have shape ({len(train_prompts)}, >= {width}), "
-                         f"got {census.shape}")
-    window = PassRateWindow(census[:, :width])  # the first `width` columns, as the loop does
-
-    start = time.time()
-    initial = {"step": 0, **_eval(model), "seconds": 0.0, "completions": 0, "tokens": 0}
-    is_main = int(os.environ.get("RANK", "0")) == 0
-    log = open(os.path.join(out_dir, "log.jsonl"), "w") if is_main else None
-    if log is not None:
-        log.write(json.dumps(initial) + "\n")
+    census = starting_census(config, setup, census,
+                             prompts=_rendered(task, tokenizer, setup.train_prompts))
+    monitor = ZeroVarianceMonitor(census, config.pass_rate_window_size)
+    log = RunLog(setup.out_dir, is_main=int(os.environ.get("RANK", "0")) == 0)
+    log.write({"step": 0, **held_out(model), "seconds": 0.0, "completions": 0, "tokens": 0})
     peft_config = None
     if lora_r:
         from peft import LoraConfig
@@ -426,12 +393,12 @@ def run(config, out_dir, *, cache_dir: str | None = None, census=None, progress:
         peft_config = LoraConfig(r=lora_r, lora_alpha=2 * lora_r, lora_dropout=0.0,
                                  target_modules="all-linear", task_type="CAUSAL_LM")
     torch.manual_seed(config.seed)
-    callback = callback_class()(None, window, G, log, _eval, config.eval_every, config.steps,
-                                 start, is_main)
-    trainer, recorder = build_trainer(config, model, tokenizer, task, train_prompts,
-                                      out_dir=out_dir, device=device, callbacks=[callback],
-                                      progress=progress, use_vllm=use_vllm,
-                                      peft_config=peft_config)
+    callback = callback_class()(None, monitor, config.num_generations, log, held_out,
+                                 config.eval_every, config.steps)
+    trainer, recorder = build_trainer(config, model, tokenizer, task, setup.train_prompts,
+                                      out_dir=setup.out_dir, device=setup.device,
+                                      callbacks=[callback], progress=progress,
+                                      use_vllm=use_vllm, peft_config=peft_config)
     callback.recorder = recorder
     if not progress:  # without a bar, Trainer prints every log dict; our log.jsonl has them
         from transformers import PrinterCallback
@@ -440,43 +407,14 @@ def run(config, out_dir, *, cache_dir: str | None = None, census=None, progress:
     try:
         trainer.train()
     finally:
-        if log is not None:
-            log.close()
-    last = callback.last_eval or initial
-    zero_obs, zero_pred = callback.zero_obs, callback.zero_pred
-    summary = {
-        "G": G, "seed": config.seed, "prompts_per_step": B, "steps": config.steps,
-        "backend": "trl",
-        "initial_accuracy": initial["eval_greedy_accuracy"],
-        "final_accuracy": last["eval_greedy_accuracy"],
-        "initial_sampled_accuracy": initial["eval_sampled_accuracy"],
-        "final_sampled_accuracy": last["eval_sampled_accuracy"],
-        "initial_accuracy_by_difficulty": initial["eval_greedy_accuracy_by_difficulty"],
-        "final_accuracy_by_difficulty": last["eval_greedy_accuracy_by_difficulty"],
-        "zero_variance_observed": float(np.mean(zero_obs)) if zero_obs else None,
-        "zero_variance_predicted": float(np.mean(zero_pred)) if zero_pred else None,
-        "zero_variance_abs_gap": (abs(float(np.mean(zero_obs)) - float(np.mean(zero_pred)))
-                                  if zero_obs and zero_pred else None),
-        "completions": callback.completions, "tokens": callback.tokens,
-        "seconds": time.time() - start, "policy": source,
-        "lora_r": lora_r, "use_vllm": use_vllm, "trl_version": _trl_version(),
-        "config": config.to_dict(), "grpolab_version": __version__,
-        "git_commit": git_commit(), "device": device_name(device), **(extra or {}),
-    }
-    if is_main:
-        write_json_atomic(os.path.join(out_dir, "summary.json"), summary)
-    return summary
+        log.close()
+    return log.summary(config, device=setup.device, source=setup.source,
+                       monitor_summary=monitor.summary(),
+                       extra={"lora_r": lora_r, "use_vllm": use_vllm,
+                              "trl_version": _trl_version(), **(extra or {})})
 
 
 def _trl_version() -> str:
     import trl
 
     return trl.__version__
-
-
-def zero_variance_prediction(census: np.ndarray, G: int) -> float:
-    """Mean unbiased estimate of p^G + (1 − p)^G over prompts from a pass/fail census."""
-    census = np.asarray(census, dtype=bool)
-    k = census.sum(1)
-    n = np.full_like(k, census.shape[1])
-    return float(np.mean(theory.unbiased_zero_variance_estimate(k, n, G)))

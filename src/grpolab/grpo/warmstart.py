@@ -20,6 +20,8 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 
+from grpolab.grpo.fields import Rule, bad_field, check_fields, seed_rule
+
 __all__ = ["WarmStartConfig", "warm_start", "supervised_batch", "training_environment",
            "weights_checksum", "check_cached"]
 
@@ -40,26 +42,13 @@ class WarmStartConfig:
 
     def validate(self) -> WarmStartConfig:
         """Raise a ValueError naming the first bad field (``--warmstart-steps`` style)."""
-        import math
-
-        def bad(name, why):
-            return ValueError(f"--warmstart-{name.replace('_', '-')} {why} (the warm start's "
-                              f"{name})")
-
-        for name, low, high in (("steps", 1, 10**7), ("batch_size", 1, 65536),
-                                ("n_layer", 1, 64), ("n_embd", 1, 8192), ("n_head", 1, 256),
-                                ("seed", 0, 2**32 - 1)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
-                raise bad(name, f"must be an integer in [{low}, {high}], got {v!r}")
+        check_fields(self, WARMSTART_RULES, prefix="warmstart-")
         if self.n_embd % self.n_head:
-            raise bad("n_embd", f"({self.n_embd}) must be a multiple of n_head ({self.n_head})")
-        lr = self.learning_rate
-        if isinstance(lr, bool) or not isinstance(lr, int | float) or not (
-                math.isfinite(lr) and 0 < lr <= 1):
-            raise bad("learning_rate", f"must be in (0, 1], got {lr!r}")
+            raise bad_field("n_embd", f"({self.n_embd}) must be a multiple of n_head "
+                            f"({self.n_head})", prefix="warmstart-")
         if not isinstance(self.task, str) or not isinstance(self.task_kwargs, dict):
-            raise bad("task", "must be a task name with a JSON object of task_kwargs")
+            raise bad_field("task", "must be a task name with a JSON object of task_kwargs",
+                            prefix="warmstart-")
         return self
 
     def key(self) -> str:
@@ -71,9 +60,16 @@ class WarmStartConfig:
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
+#: The per-field checks of :meth:`WarmStartConfig.validate`.
+WARMSTART_RULES = {
+    "steps": Rule("int", 1, 10**7), "batch_size": Rule("int", 1, 65536),
+    "n_layer": Rule("int", 1, 64), "n_embd": Rule("int", 1, 8192), "n_head": Rule("int", 1, 256),
+    "seed": seed_rule(), "learning_rate": Rule("real", 0, 1, low_open=True),
+}
+
 #: The source files whose code determines the warm-start weights.
-_WEIGHT_CODE = ("models/tiny.py", "models/tokenizer.py", "grpo/warmstart.py",
-                "tasks/arithmetic.py")
+_WEIGHT_CODE = ("models/tiny_llama.py", "models/tokenizer.py", "grpo/warmstart.py",
+                "tasks/base.py", "tasks/arithmetic.py")
 
 
 def training_environment() -> dict:
@@ -149,8 +145,8 @@ def warm_start(config: WarmStartConfig, cache_dir: str | os.PathLike, *, device=
     import torch
     from tqdm.auto import tqdm
 
-    from grpolab.models.tiny import build_tiny_model, resolve_device
-    from grpolab.tasks.arithmetic import get_task
+    from grpolab.models.tiny_llama import build_tiny_model, resolve_device
+    from grpolab.tasks.registry import get_task
 
     final = os.path.join(os.fspath(cache_dir), f"warmstart-{config.key()}")
     if os.path.isfile(os.path.join(final, "warmstart.json")):

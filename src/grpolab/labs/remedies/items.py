@@ -1,7 +1,8 @@
 """The remedy labs: the 8 items (arms × seeds of lab configs), their probes, the runner.
 
 One job: say what each lab of book/labs/03-remedies.md trains (:data:`ITEMS`) and run it,
-resumably, with :func:`grpolab.labs.remedies.run.run_lab`. Identical configs are trained once
+resumably, with
+:func:`grpolab.labs.remedies.sources.train_remedy`. Identical configs are trained once
 and shared through a pool keyed by :func:`config_key` (``DIR/_pool``, or one ``--pool``
 folder that several items share).
 
@@ -35,31 +36,33 @@ from grpolab import theory
 from grpolab.advantages import group_advantages
 from grpolab.grpo.config import GRPOConfig
 from grpolab.grpo.rollout import sample
-from grpolab.labs.remedies import strategies as remedies
+from grpolab.labs.common import COMPLETIONS_PER_STEP
+from grpolab.labs.remedies import strategies
+from grpolab.labs.remedies.remedy import Remedy, lab_config
 from grpolab.labs.remedies.report import aggregate_item
-from grpolab.labs.remedies.run import Remedy, lab_config, make_task, run_lab
+from grpolab.labs.remedies.sources import remedy_task, train_remedy
 
-__all__ = ["Item", "ITEMS", "config_key", "run_item", "run_probe", "task_kwargs_of"]
+__all__ = ["LabItem", "ITEMS", "config_key", "run_item", "run_probe", "task_kwargs_of"]
 
 
 # ----------------------------------------------------------------------------- items
 @dataclass
-class Item:
-    """A lab: named arms × seeds, plus an optional sampling probe. An arm is a flat dict of
-    overrides of GRPOConfig fields and Remedy fields (:func:`.lab_config` splits it)."""
+class LabItem:
+    """One remedy lab: named arms × seeds, plus an optional sampling probe. An arm is a flat
+    dict of overrides of GRPOConfig fields and Remedy fields (:func:`.lab_config` splits it)."""
 
     name: str
     title: str
     arms: dict[str, dict]
     base: dict = field(default_factory=dict)
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
-    probe: Callable | None = None  # probe(model, tokenizer, task, prompts, census) -> dict
+    probe: Callable | None = None  # probe(model, tokenizer, task, prompts, config) -> dict
 
     def config(self, arm: str, seed: int, **overrides) -> tuple[GRPOConfig, Remedy]:
         return lab_config(**{**self.base, **self.arms[arm], **overrides, "seed": seed})
 
 
-def _probe_temperature(model, tokenizer, task, prompts, census, *, seed: int = 0,
+def _probe_temperature(model, tokenizer, task, prompts, config: GRPOConfig, *, seed: int = 0,
                        n_prompts: int = 32, n: int = 32) -> dict:
     """Sampling only, from the warm start, for every (temperature, G): distinct completions
     per group and the zero-variance fraction, next to its prediction.
@@ -79,7 +82,7 @@ def _probe_temperature(model, tokenizer, task, prompts, census, *, seed: int = 0
         draws = []
         for _ in range(2):
             r = sample(model, tokenizer, [p.text for p in sub], n, temperature=T,
-                       max_new_tokens=6, generator=gen)
+                       max_new_tokens=config.max_completion_length, generator=gen)
             rw = np.array([task.reward(sub[j // n], t) for j, t in enumerate(r.texts)])
             draws.append((rw.reshape(len(sub), n), np.array(r.texts).reshape(len(sub), n)))
         k = draws[0][0].sum(1).astype(int)
@@ -94,13 +97,13 @@ def _probe_temperature(model, tokenizer, task, prompts, census, *, seed: int = 0
             rows.append({
                 "temperature": T, "G": G, "prompts": len(sub), "groups": int(groups.shape[0]),
                 "distinct_mean": float(np.mean([len({t.strip() for t in g}) for g in tgroups])),
-                "zero_variance_observed": float((~remedies.informative_groups(groups)).mean()),
+                "zero_variance_observed": float((~strategies.informative_groups(groups)).mean()),
                 "zero_variance_predicted": float(predicted.mean()),
                 "reward_mean": float(rw2.mean())})
     return {"rows": rows}
 
 
-def _probe_card_rule(model, tokenizer, task, prompts, census, *, seed: int = 0,
+def _probe_card_rule(model, tokenizer, task, prompts, config: GRPOConfig, *, seed: int = 0,
                      steps: int = 30, window: int = 10) -> dict:
     """The card's "double G if reward variance > 0.8, halve if < 0.2", driven by the warm
     start's real rewards (no training): binary, partial-credit, partial-credit × 4 (an
@@ -120,10 +123,10 @@ def _probe_card_rule(model, tokenizer, task, prompts, census, *, seed: int = 0,
     for kind, fn in kinds.items():
         G, hist, traj = 8, [], []
         for _ in range(steps):
-            B = max(1, 64 // G)
+            B = max(1, COMPLETIONS_PER_STEP // G)
             sub = [prompts[i] for i in rng.choice(len(prompts), size=B, replace=False)]
-            r = sample(model, tokenizer, [p.text for p in sub], G, max_new_tokens=6,
-                       generator=gen)
+            r = sample(model, tokenizer, [p.text for p in sub], G,
+                       max_new_tokens=config.max_completion_length, generator=gen)
             if fn is None:
                 rw = np.array([task.reward(sub[j // G], t) for j, t in enumerate(r.texts)])
                 vals = np.asarray(group_advantages(rw, G))
@@ -131,7 +134,7 @@ def _probe_card_rule(model, tokenizer, task, prompts, census, *, seed: int = 0,
                 vals = np.array([fn(sub[j // G], t) for j, t in enumerate(r.texts)])
             hist.append(float(vals.var()))
             v = float(np.mean(hist[-window:]))
-            new_G = remedies.card_variance_rule(G, v)
+            new_G = strategies.card_variance_rule(G, v)
             traj.append({"G": G, "variance": v, "completions": B * G})
             G = new_G
         out[kind] = {"trajectory": traj,
@@ -148,54 +151,57 @@ def task_kwargs_of(task) -> dict:
                 n_train=len(base.train_prompts), n_eval=len(base.eval_prompts), seed=base.seed)
 
 
-_BUDGET = 5120  # 80 steps of 64 completions
 _HARD = {"train_difficulties": [3]}
-ITEMS: dict[str, Item] = {
-    "dynamic-sampling": Item(
+
+
+def _fixed_budget(G: int) -> dict:
+    """An arm at G with prompts per step = COMPLETIONS_PER_STEP / G (a fixed step budget)."""
+    return {"num_generations": G, "prompts_per_step": COMPLETIONS_PER_STEP // G}
+
+
+ITEMS: dict[str, LabItem] = {
+    "dynamic-sampling": LabItem(
         "dynamic-sampling", "Dynamic sampling (DAPO) at a fixed completion budget",
-        arms={"baseline": {}, "dynamic": {"remedy": "dynamic_sampling"},
+        arms={"baseline": {}, "dynamic": {"source": "dynamic_sampling"},
               "hard-baseline": dict(_HARD),
-              "hard-dynamic": {**_HARD, "remedy": "dynamic_sampling"}}),
-    "difficulty": Item(
+              "hard-dynamic": {**_HARD, "source": "dynamic_sampling"}}),
+    "difficulty": LabItem(
         "difficulty", "Difficulty band filter and curriculum at a fixed budget",
-        arms={"uniform": {}, "band": {"remedy": "band"}, "curriculum": {"remedy": "curriculum"}}),
-    "adaptive-g": Item(
+        arms={"uniform": {}, "band": {"source": "band"}, "curriculum": {"source": "curriculum"}}),
+    "adaptive-g": LabItem(
         "adaptive-g", "Adaptive G: the card's per-prompt rule, a signal target, a budget split",
-        arms={"fixed-G8": {}, "card-rule": {"remedy": "adaptive_g_card"},
-              "signal-target": {"remedy": "adaptive_g_signal"},
-              "allocate": {"remedy": "allocate"}},
+        arms={"fixed-G8": {}, "card-rule": {"source": "adaptive_g_card"},
+              "signal-target": {"source": "adaptive_g_signal"},
+              "allocate": {"source": "allocate"}},
         probe=_probe_card_rule),
-    "temperature": Item(
+    "temperature": LabItem(
         "temperature", "Temperature × G",
-        arms={f"T{T}-G{G}": {"temperature": T, "num_generations": G, "prompts_per_step": 64 // G}
+        arms={f"T{T}-G{G}": {"temperature": T, **_fixed_budget(G)}
               for G in (8, 32) for T in (0.2, 0.7, 1.0, 1.3)},
         probe=_probe_temperature),
-    "beta": Item(
+    "beta": LabItem(
         "beta", "β × G",
-        arms={f"beta{b}-G{G}": {"beta": b, "num_generations": G, "prompts_per_step": 64 // G}
+        arms={f"beta{b}-G{G}": {"beta": b, **_fixed_budget(G)}
               for G in (4, 16) for b in (0.0, 0.01, 0.05, 0.1)}),
-    "rewards": Item(
+    "rewards": LabItem(
         "rewards", "Reward granularity, normalization conventions, noisy rewards",
         arms={"binary-std": {}, "binary-mean-only": {"scale_rewards": "none"},
               "binary-loo": {"advantage_baseline": "leave_one_out"},
               "binary-ddof0": {"advantage_ddof": 0},
               "partial-std": {"reward": "partial"},
-              **{f"noisy-G{G}": {"reward": "noisy", "noise_q": 0.2, "num_generations": G,
-                                 "prompts_per_step": 64 // G} for G in (4, 8, 32)}},
+              **{f"noisy-G{G}": {"reward": "noisy", "noise_q": 0.2, **_fixed_budget(G)}
+                 for G in (4, 8, 32)}},
         seeds=[0, 1, 2, 3, 4]),
-    "length-bias": Item(
+    "length-bias": LabItem(
         "length-bias", "Length-biased reward: G and loss aggregation",
-        arms={f"{lt}-G{G}": {"reward": "length_long", "loss_type": lt, "num_generations": G,
-                             "prompts_per_step": 64 // G}
+        arms={f"{lt}-G{G}": {"reward": "length_long", "loss_type": lt, **_fixed_budget(G)}
               for lt in ("grpo", "dapo", "dr_grpo") for G in (4, 16)}),
-    "prompts-x-g": Item(
-        "prompts-x-g", "Prompts × G at a fixed budget of 64 completions per step",
-        arms={f"B{64 // G}-G{G}": {"num_generations": G, "prompts_per_step": 64 // G}
-              for G in (2, 4, 8, 16, 32)},
+    "prompts-x-g": LabItem(
+        "prompts-x-g", f"Prompts × G at a fixed budget of {COMPLETIONS_PER_STEP} completions "
+        "per step",
+        arms={f"B{COMPLETIONS_PER_STEP // G}-G{G}": _fixed_budget(G) for G in (2, 4, 8, 16, 32)},
         seeds=[0, 1, 2, 3, 4]),
 }
-for _item in ITEMS.values():
-    _item.base.setdefault("completion_budget", _BUDGET)
 
 
 def config_key(config: GRPOConfig, remedy: Remedy) -> str:
@@ -205,70 +211,40 @@ def config_key(config: GRPOConfig, remedy: Remedy) -> str:
     run from another warm start is never taken from the pool."""
     import hashlib
 
-    warm = config.warmstart.key() if config.model == "tiny" else None
-    blob = json.dumps([config.to_dict(), asdict(remedy), warm], sort_keys=True, default=str)
+    blob = json.dumps([config.to_dict(), asdict(remedy), config.warmstart_key], sort_keys=True,
+                      default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def _copy_run(src: str, dst: str, extra: dict) -> None:
     """Copy a finished run (log, then summary last) and relabel it for its new item/arm."""
-    from grpolab.grpo.records import read_json, write_json_atomic
+    from grpolab.grpo.records import read_json, write_json_atomic, write_text_atomic
 
     summary = read_json(os.path.join(src, "summary.json"), "a run summary", keys=("config",),
                         remedy=f"delete the folder {src} and rerun")
     os.makedirs(dst, exist_ok=True)
     with open(os.path.join(src, "log.jsonl")) as f:
-        log = f.read()
-    tmp = os.path.join(dst, f"log.jsonl.tmp-{os.getpid()}")
-    with open(tmp, "w") as f:
-        f.write(log)
-    os.replace(tmp, os.path.join(dst, "log.jsonl"))
+        write_text_atomic(os.path.join(dst, "log.jsonl"), f.read())
     summary.update(extra)
     write_json_atomic(os.path.join(dst, "summary.json"), summary)
 
 
-def _check_finished(run_dir: str, config: GRPOConfig, key: str) -> bool:
-    """Whether ``run_dir`` holds a finished run of exactly this config (a finished run of
-    another config, e.g. another --budget, is refused rather than relabelled)."""
-    from grpolab.grpo.records import read_json
-
-    path = os.path.join(run_dir, "summary.json")
-    if not os.path.isfile(path):
-        return False
-    summary = read_json(path, "a run summary", keys=("config",),
-                        remedy=f"delete the folder {run_dir} and rerun (only that run is redone)")
-    same = summary["config"] == json.loads(json.dumps(config.to_dict()))
-    warm = config.warmstart.key() if config.model == "tiny" else None
-    if same and summary.get("warmstart_key") not in (None, warm):
-        raise ValueError(f"{run_dir} was trained from warm start {summary['warmstart_key']}, "
-                         f"this command's is {warm} (another --threads, torch version or model "
-                         f"code; it was made with {summary.get('device', 'another device')}); "
-                         "rerun with the same settings, or use another --out")
-    if same:
-        return True
-    old, new = summary["config"], config.to_dict()
-    diff = ", ".join(f"{k} {old.get(k)!r} -> {new[k]!r}" for k in new
-                     if json.dumps(old.get(k), default=str) != json.dumps(new[k], default=str))
-    raise ValueError(f"{run_dir} holds a finished run of another config ({diff or 'the remedy'}"
-                     "); use another --out, or delete that folder to train it again")
-
-
 def run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = None,
-             arms: list[str] | None = None, budget: int | None = None,
+             arms: list[str] | None = None, overrides: dict | None = None,
              cache_dir: str | None = None, pool_dir: str | None = None,
              progress: bool = True, log=print) -> dict:
     """Run (or resume) every arm × seed of item ``name`` into ``out``; aggregate.
 
-    ``pool_dir`` (default ``out/_pool``) holds every finished run under its
-    :func:`config_key`; a run whose config is already there is copied, not retrained.
-    Every config is validated, and the finished runs in ``out`` checked against it, before
-    anything is written.
+    ``overrides``: GRPOConfig or Remedy fields applied to every arm (a field an arm of this
+    item varies is refused: it would erase the comparison). ``pool_dir`` (default
+    ``out/_pool``) holds every finished run under its :func:`config_key`; a run whose config
+    is already there is copied, not retrained. Every config is validated, and the finished
+    runs in ``out`` checked against it, before anything is written.
     """
-    from grpolab import __version__
-    from grpolab.grpo.records import device_name, git_commit, output_lock, write_json_atomic
+    from grpolab.grpo.records import finished_run, output_lock, provenance, write_json_atomic
 
     if name not in ITEMS:
-        raise ValueError(f"item must be one of {', '.join(ITEMS)}; got {name!r}")
+        raise ValueError(f"--item must be one of {', '.join(ITEMS)}; got {name!r}")
     item = ITEMS[name]
     seeds = list(item.seeds if seeds is None else seeds)
     arms = list(item.arms if arms is None else arms)
@@ -278,10 +254,11 @@ def run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = Non
     for flag, values in (("--seeds", seeds), ("--arms", arms)):
         if not values or len(set(values)) != len(values):
             raise ValueError(f"{flag} must name at least one value, each once; got {values}")
-    for s in seeds:
-        if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= 2**32 - 1:
-            raise ValueError(f"--seeds must be integers in [0, {2**32 - 1}], got {s!r}")
-    over = {"completion_budget": budget} if budget is not None else {}
+    over = dict(overrides or {})
+    varied = sorted({k for arm in item.arms.values() for k in arm} & set(over))
+    if varied:
+        raise ValueError(f"--{varied[0].replace('_', '-')} is what the arms of {name} vary; "
+                         "it cannot be set for all of them")
     configs = {(a, s): item.config(a, s, **over) for a in arms for s in seeds}  # validates all
     for (a, _), (cfg, _) in configs.items():
         try:
@@ -292,16 +269,12 @@ def run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = Non
         out = os.fspath(out)
         keys = {job: config_key(cfg, rem) for job, (cfg, rem) in configs.items()}
         done = {job for job, (cfg, _) in configs.items()
-                if _check_finished(os.path.join(out, "runs", job[0], f"seed{job[1]}"), cfg,
-                                   keys[job])}
-        os.makedirs(out, exist_ok=True)
+                if finished_run(os.path.join(out, "runs", job[0], f"seed{job[1]}"), cfg)}
         cache_dir = cache_dir or os.path.join(out, "cache")
         write_json_atomic(os.path.join(out, "item.json"), {
             "item": name, "title": item.title, "arms": {a: item.arms[a] for a in arms},
             "base": {k: asdict(v) if is_dataclass(v) else v for k, v in item.base.items()},
-            "seeds": seeds, "budget_override": budget,
-            "grpolab_version": __version__, "git_commit": git_commit(),
-            "device": device_name(torch.device("cpu")), "torch_threads": torch.get_num_threads()})
+            "seeds": seeds, "overrides": over, **provenance(torch.device("cpu"))})
         if item.probe is not None and not os.path.isfile(os.path.join(out, "probe.json")):
             run_probe(name, out, cache_dir=cache_dir, log=log)
         pool_dir = pool_dir or os.path.join(out, "_pool")
@@ -316,7 +289,8 @@ def run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = Non
                 _copy_run(pooled, run_dir, extra)
                 log(f"{name} {a} seed={s}: same config already trained, copied from {pooled}")
                 continue
-            summ = run_lab(cfg, rem, run_dir, cache_dir=cache_dir, progress=progress, extra=extra)
+            summ = train_remedy(cfg, rem, run_dir, cache_dir=cache_dir, progress=progress,
+                                extra=extra)
             _copy_run(run_dir, pooled, {})
             log(f"{name} {a} seed={s}: accuracy {summ['initial_accuracy']:.3f} -> "
                 f"{summ['final_accuracy']:.3f}, {summ['completions']} completions, "
@@ -327,8 +301,9 @@ def run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = Non
 def run_probe(name: str, out: str | os.PathLike, *, cache_dir: str | None = None,
               log=print) -> dict:
     """Run an item's sampling-only probe from the warm start into ``out/probe.json``."""
-    from grpolab.grpo.loop import load_policy, training_prompts
+    from grpolab.grpo.config import training_prompts
     from grpolab.grpo.records import write_json_atomic
+    from grpolab.grpo.setup import load_policy
 
     item = ITEMS[name]
     if item.probe is None:
@@ -338,10 +313,10 @@ def run_probe(name: str, out: str | os.PathLike, *, cache_dir: str | None = None
     cfg, rem = item.config(next(iter(item.arms)), item.seeds[0])
     cache_dir = cache_dir or os.path.join(out, "cache")
     model, tok, _ = load_policy(cfg, cache_dir, torch.device(cfg.device), False)
-    task = make_task(cfg, replace(rem, reward="task"))
+    task = remedy_task(cfg, replace(rem, reward="task"))
     prompts, _ = training_prompts(cfg, task)
     t0 = time.time()
-    probe = item.probe(model, tok, task, prompts, None)
+    probe = item.probe(model, tok, task, prompts, cfg)
     probe["seconds"] = time.time() - t0
     write_json_atomic(os.path.join(out, "probe.json"), probe)
     log(f"{name}: probe done in {probe['seconds']:.0f} s")

@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 from grpolab import theory
-from grpolab.labs.remedies import strategies as remedies
+from grpolab.labs.remedies import strategies
 
 __all__ = ["aggregate_item", "dynamic_sampling_theory", "SIDE_METRIC", "plot_item",
            "results_root", "load_results", "arm_table", "compare", "compare_family", "publish",
@@ -141,14 +141,14 @@ def _dynamic_sampling_theory_rows(root: str) -> list[dict]:
             recs = [r for r in map(json.loads, f) if "generation_batches" in r]
         pred_c, pred_b, pred_cap = [], [], []
         for r in recs:
-            p = remedies.pass_rate_for_informative(r["q_predicted"], G)
+            p = strategies.pass_rate_for_informative(r["q_predicted"], G)
             pred_c.append(float(theory.dynamic_sampling_expected_completions(p, G, B)))
             pred_b.append(float(theory.dynamic_sampling_expected_batches(p, G, B, B)))
             pred_cap.append(float(theory.dynamic_sampling_cap_probability(
                 p, G, B, B, cfg["max_batches"])))
         q_obs = (sum(r["informative_generated"] for r in recs)
                  / max(1, sum(r["groups_generated"] for r in recs)))
-        p_obs = remedies.pass_rate_for_informative(min(max(q_obs, 1e-9), 1.0), G)
+        p_obs = strategies.pass_rate_for_informative(min(max(q_obs, 1e-9), 1.0), G)
         batches_obs_q = _capped_batches(p_obs, G, B, cfg["max_batches"])
         rows.append({
             "seed": s, "steps": len(recs),
@@ -197,7 +197,7 @@ def plot_item(out: str | os.PathLike) -> list[str]:
     import matplotlib.pyplot as plt
 
     from grpolab.grpo.records import read_json
-    from grpolab.labs.sweep.report import save_figure
+    from grpolab.labs.common import save_figure
 
     out = os.fspath(out)
     res = read_json(os.path.join(out, "results.json"), "remedy results (grpolab remedies)",
@@ -280,24 +280,10 @@ def plot_item(out: str | os.PathLike) -> list[str]:
 
 # ----------------------------------------------------------------------------- book helpers
 def results_root() -> str:
-    """Where the committed remedy results live: ``$GRPOLAB_REMEDY_RESULTS``, else the first
-    ``labs/results/remedies`` found walking up from the working directory, else the one
-    next to the package's source checkout."""
-    env = os.environ.get("GRPOLAB_REMEDY_RESULTS")
-    if env:
-        return env
-    here = os.path.abspath(os.getcwd())
-    while True:
-        cand = os.path.join(here, "labs", "results", "remedies")
-        if os.path.isdir(cand):
-            return cand
-        parent = os.path.dirname(here)
-        if parent == here:
-            break
-        here = parent
-    from grpolab._paths import checkout_root
+    """Where the committed remedy results live (``labs/results/remedies`` of this checkout)."""
+    from grpolab.labs.common import committed_results_dir
 
-    return os.path.join(checkout_root(), "labs", "results", "remedies")
+    return committed_results_dir("labs/results/remedies")
 
 
 def load_results(item: str, root: str | None = None) -> dict | None:

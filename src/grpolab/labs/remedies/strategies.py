@@ -1,13 +1,13 @@
 """Remedies for wasted groups, and the card's rules for choosing G, as small testable pieces.
 
 Every function here is pure numpy (no torch): the training-side glue lives in
-:mod:`grpolab.labs.remedies.run` (the loop) and :mod:`grpolab.labs.remedies.items`
+:mod:`grpolab.labs.remedies.sources` (the batch sources) and :mod:`grpolab.labs.remedies.items`
 (the labs). One remedy per section:
 
 - **Dynamic sampling** (DAPO §3.2, Eq. 11): :func:`dynamic_sampling` keeps the groups whose
   rewards differ and draws more generation batches until ``target_groups`` informative
   groups are collected or ``max_batches`` is reached (verl's ``max_num_gen_batches``).
-- **Running pass rates**: :class:`PassRateEstimates`, a discounted success/trial count per
+- **Running pass rates**: :class:`DecayedPassRates`, a discounted success/trial count per
   prompt, seeded from a census of the starting policy.
 - **Difficulty filtering**: :func:`band_filter` / :func:`select_in_band` keep prompts whose
   running pass-rate estimate lies in a band such as [0.2, 0.8].
@@ -36,7 +36,7 @@ from grpolab._validate import as_positive_int, as_probability
 
 __all__ = [
     "informative_groups", "DynamicSamplingResult", "dynamic_sampling",
-    "PassRateEstimates", "band_filter", "select_in_band", "Curriculum",
+    "DecayedPassRates", "band_filter", "select_in_band", "Curriculum",
     "card_pass_rate_group_size", "min_group_size_for_signal", "card_variance_rule",
     "MAX_BERNOULLI_VARIANCE", "max_group_variance", "expected_informative_groups",
     "allocate_budget", "uniform_allocation", "distinct_per_group", "pass_rate_for_informative",
@@ -115,7 +115,7 @@ def dynamic_sampling(draw: Callable[[], tuple[np.ndarray, object]], target_group
 
 
 # ----------------------------------------------------------------------------- pass rates
-class PassRateEstimates:
+class DecayedPassRates:
     """A running pass-rate estimate per prompt: discounted successes / discounted trials.
 
     After every group the counts decay by ``decay`` and the new outcomes are added, so the
@@ -137,7 +137,7 @@ class PassRateEstimates:
         self.trials = np.full(n, float(t))
 
     @classmethod
-    def from_census(cls, census, decay: float = 0.9) -> PassRateEstimates:
+    def from_census(cls, census, decay: float = 0.9) -> DecayedPassRates:
         """Seed each prompt with its census row (successes and trials of the start policy)."""
         c = np.asarray(census, dtype=float)
         if c.ndim != 2 or c.shape[1] < 1:

@@ -18,22 +18,10 @@ import os
 
 import numpy as np
 
-__all__ = ["find_results", "plot_sweep", "load_curves", "plot_accuracy", "plot_zero_variance",
+from grpolab.labs.common import save_figure
+
+__all__ = ["plot_sweep", "load_curves", "plot_accuracy", "plot_zero_variance",
            "plot_gradient_noise", "read_sweep_summary"]
-
-
-def find_results(relative: str = "labs/results/cpu-full") -> str:
-    """The directory ``relative`` below the repository root, found from the working directory
-    (a notebook or book chapter runs from its own folder) or from this package's checkout."""
-    from pathlib import Path
-
-    starts = [Path.cwd(), Path(__file__).resolve().parent]
-    for start in starts:
-        for base in (start, *start.parents):
-            if (base / relative / "summary.json").is_file():
-                return str(base / relative)
-    raise FileNotFoundError(f"no {relative}/summary.json above {Path.cwd()}; run "
-                            f"'grpolab lab sweep --preset cpu-full --out {relative}' first")
 
 
 _RUN_KEYS = ("regime", "G", "seed", "zero_variance_observed", "zero_variance_predicted")
@@ -194,25 +182,6 @@ def plot_gradient_noise(summary: dict, regimes: list[str]):
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
-
-
-def save_figure(fig, out_dir: str, name: str, dpi: int = 110) -> list[str]:
-    """Write ``fig`` as ``name.png`` and ``name.svg`` in ``out_dir`` and close it.
-
-    Each file is written to a temporary name and renamed, so an interrupted run never
-    leaves half a plot; the SVG carries no date, so reruns give identical files.
-    """
-    import matplotlib.pyplot as plt
-
-    paths = []
-    for ext in ("png", "svg"):
-        path = os.path.join(out_dir, f"{name}.{ext}")
-        tmp = os.path.join(out_dir, f".{name}.tmp-{os.getpid()}.{ext}")
-        fig.savefig(tmp, dpi=dpi, metadata={"Date": None} if ext == "svg" else None)
-        os.replace(tmp, path)
-        paths.append(path)
-    plt.close(fig)
-    return paths
 
 
 def plot_sweep(out: str) -> list[str]:

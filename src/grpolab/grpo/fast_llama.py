@@ -17,12 +17,7 @@ model's own weights:
   once per call, and the loop runs under ``torch.inference_mode``.
 
 At these sizes a tensor call costs a few microseconds of dispatch whatever its size, so
-the loop is written to make few of them. On CPU in float32 each generated token then goes
-through one call of a small compiled step (``decode_kernel.cpp``, built on first use by
-:func:`_kernel`): the same matrix products (ATen's), with the glue between them (RMSNorm,
-rotary, the cache write, single-query attention) written as loops instead of some thirty
-tensor calls per block. Where it cannot be built (no compiler), on CUDA and in other dtypes,
-the same step runs as Python below. The measured breakdown is in benchmarks/RESULTS.md.
+the loop is written to make few of them. The measured breakdown is in benchmarks/RESULTS.md.
 
 The arithmetic is the block's own (RMSNorm, rotary positions, grouped-query attention,
 SwiGLU, tied or untied head), so the next-token distribution equals a transformers
@@ -38,8 +33,6 @@ generic ``model.forward`` loop in :mod:`grpolab.grpo.rollout`.
 
 from __future__ import annotations
 
-import os
-import warnings
 import weakref
 
 import torch
@@ -56,7 +49,7 @@ def supports(model) -> bool:
     ``nn.Linear`` projections (a LoRA or quantized wrapper falls back), and no forward
     hooks anywhere but on ``lm_head`` (which this path calls as a module, so its hooks
     still run), global module hooks included. The structural verdict is cached per model
-    (walking the module tree on every call showed up in the step's profile); the hooks are
+    (walking the module tree on every call costs more than a decode step); the hooks are
     checked on every call.
     """
     key = _projections(model)
@@ -122,92 +115,6 @@ def _rms_norm(x: torch.Tensor, norm: tuple[torch.Tensor, float]) -> torch.Tensor
     return weight * h.to(x.dtype)
 
 
-def _kernel():
-    """The compiled fused decode step (``decode_kernel.cpp``), or None where it cannot be
-    had; then the Python loop below runs, with the same results to float rounding.
-
-    Built once per machine by ``torch.utils.cpp_extension`` (a C++ compiler and ninja;
-    about a minute) into :func:`kernel_dir`, and loaded from there afterwards. The
-    build is keyed by the source, the torch version and the CPU's feature flags, because
-    it is compiled for this CPU (``-march=native``). ``GRPOLAB_DECODE_KERNEL=0`` turns it
-    off; a failed build warns once and falls back.
-    """
-    global _KERNEL
-    if _KERNEL is not _UNTRIED:
-        return _KERNEL
-    _KERNEL = None
-    if os.environ.get("GRPOLAB_DECODE_KERNEL", "1") == "0":
-        return None
-    try:
-        _KERNEL = _build_kernel()
-    except Exception as exc:  # no compiler, no ninja, a failed build: keep the Python loop
-        message = str(exc).strip().splitlines()
-        warnings.warn("grpolab: the fused decode kernel could not be built, so the slower "
-                      f"Python decode loop runs ({type(exc).__name__}: "
-                      f"{message[0] if message else ''})", RuntimeWarning, stacklevel=3)
-    return _KERNEL
-
-
-_UNTRIED = object()
-_KERNEL = _UNTRIED
-
-
-def _build_kernel():
-    """Compile (or load the cached build of) ``decode_kernel.cpp``."""
-    import hashlib
-    import shutil
-    import sys
-
-    from torch.utils import cpp_extension
-
-    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "decode_kernel.cpp")
-    flags = ["-O3", "-march=native", "-fopenmp-simd"]
-    digest = hashlib.sha256()
-    with open(source, "rb") as f:
-        digest.update(f.read())
-    digest.update(f"{torch.__version__} {flags} {_cpu_flags()}".encode())
-    name = f"grpolab_decode_{digest.hexdigest()[:12]}"
-    if shutil.which("ninja") is None:  # the pip package, installed with the lab extra
-        import ninja
-
-        os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
-    build_dir = kernel_dir() / name
-    build_dir.mkdir(parents=True, exist_ok=True)
-    if not (build_dir / f"{name}.so").exists():
-        print("grpolab: compiling the fused decode kernel (once per machine, about a "
-              f"minute, into {build_dir})...", file=sys.stderr, flush=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch's notes about the compiler's ABI
-        return cpp_extension.load(name=name, sources=[source], extra_cflags=flags,
-                                  build_directory=str(build_dir), verbose=False)
-
-
-def kernel_dir():
-    """Where the compiled kernel is kept: ``$GRPOLAB_KERNEL_DIR``, else
-    ``$GRPOLAB_CACHE/kernels``, else ``~/.cache/grpolab/kernels`` (next to grpolab's other
-    caches; the test suite points it into pytest's cache folder)."""
-    from pathlib import Path
-
-    if os.environ.get("GRPOLAB_KERNEL_DIR"):
-        return Path(os.environ["GRPOLAB_KERNEL_DIR"])
-    base = os.environ.get("GRPOLAB_CACHE")
-    return (Path(base) if base else Path.home() / ".cache" / "grpolab") / "kernels"
-
-
-def _cpu_flags() -> str:
-    """The CPU's feature flags (Linux), so a build for another CPU is never reused."""
-    import platform
-
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor) -> torch.Tensor:
     """Rotary positions: ``x·cos + rotate_half(x)·sin``, where ``rotate_half(x)`` =
     ``cat(−x₂, x₁)`` is a flip of the two halves times a sign (folded into ``sin_signed``)."""
@@ -239,7 +146,6 @@ class _Weights:
                                 _norm(layer.post_attention_layernorm), gate_up,
                                 mlp.down_proj.weight.t().contiguous()))
         self.norm = _norm(model.model.norm)
-        self.norms = [self.norm, *(lay[k] for lay in self.layers for k in (0, 3))]
         self.rotary = model.model.rotary_emb
         self._edges: list = []  # set by :meth:`of`, which caches the layout
         self._params: list = []
@@ -345,19 +251,17 @@ def _softmax_last(scores: torch.Tensor) -> torch.Tensor:
     """Softmax over the last dimension, in place on ``scores``: ``exp(s − max) / Σ``, the
     same formula as ``torch.softmax`` (equal to float rounding). Why by hand: on CPU,
     ``softmax(-1)`` over many short rows (here rows·heads × a key length of a dozen) ran
-    3-4× slower than these three elementwise kernels. Every row has a finite entry (a query
-    always sees itself), so the max is finite. Only the sampler uses it (``by_hand`` in
-    :func:`_attend`): the tokens it draws are the same either way, while the log-probability
-    pass keeps ``torch.softmax``, so the training trajectories, and the logged KL, of runs
-    made before this change are reproduced bit for bit."""
+    several times slower than these three elementwise kernels. Every row has a finite entry
+    (a query always sees itself), so the max is finite. Only the sampler uses it
+    (``by_hand`` in :func:`_attend`); the log-probability pass keeps ``torch.softmax``, the
+    reference the loss is checked against."""
     scores.sub_(scores.amax(-1, keepdim=True)).exp_()
     return scores.div_(scores.sum(-1, keepdim=True))
 
 
-def _mlp(x: torch.Tensor, norm, gate_up, down, rms_norm=None) -> torch.Tensor:
-    """``x + down(silu(gate(h)) · up(h))`` with ``h = norm(x)``; x is (rows, D);
-    ``rms_norm`` replaces :func:`_rms_norm` (the sampler passes the kernel's)."""
-    g, u = ((rms_norm or _rms_norm)(x, norm) @ gate_up).chunk(2, dim=-1)
+def _mlp(x: torch.Tensor, norm, gate_up, down) -> torch.Tensor:
+    """``x + down(silu(gate(h)) · up(h))`` with ``h = norm(x)``; x is (rows, D)."""
+    g, u = (_rms_norm(x, norm) @ gate_up).chunk(2, dim=-1)
     return torch.addmm(x, F.silu(g) * u, down)
 
 
@@ -383,10 +287,6 @@ def _decode(model, ids, mask, G, T, temperature, top_p, generator, eos, pad, dra
     w = _Weights.of(model)
     H, Hkv, hd = w.H, w.Hkv, w.hd
     device, dtype = ids.device, w.embed.dtype
-    # the fused step (decode_kernel.cpp) where it applies: CPU, float32, one norm epsilon
-    kernel = (_kernel() if device.type == "cpu" and dtype == torch.float32
-              and len({norm[1] for norm in w.norms}) == 1 else None)
-    rms_norm = _kernel_rms_norm(kernel) if kernel is not None else _rms_norm
     B, P = ids.shape
     n, L = B * G, P + T - 1  # the last token drawn is never fed back
     scale = hd ** -0.5
@@ -421,7 +321,7 @@ def _decode(model, ids, mask, G, T, temperature, top_p, generator, eos, pad, dra
     cos, sin = cos_tab[positions][:, :, None], sin_tab[positions][:, :, None]
     x = F.embedding(ids, w.embed).view(B * P, -1)
     for li, (n1, qkv_w, o_w, n2, gu_w, down_w) in enumerate(w.layers):
-        qkv = (rms_norm(x, n1) @ qkv_w).view(B, P, H + 2 * Hkv, hd)
+        qkv = (_rms_norm(x, n1) @ qkv_w).view(B, P, H + 2 * Hkv, hd)
         qk = _rotate(qkv[:, :, :H + Hkv], cos, sin)
         k, v = qk[:, :, H:].transpose(1, 2), qkv[:, :, H + Hkv:].transpose(1, 2)
         # 2. the G samples of a prompt share its keys/values: broadcast into their rows
@@ -432,7 +332,7 @@ def _decode(model, ids, mask, G, T, temperature, top_p, generator, eos, pad, dra
             q = qk[:, :, :H].transpose(1, 2).reshape(B * Hkv, g * P, hd)
             a = _attend(q, k_t, v, prefill_mask, scale, by_hand=True)
             x = torch.addmm(x, a.view(B, H, P, hd).transpose(1, 2).reshape(B * P, H * hd), o_w)
-            x = _mlp(x, n2, gu_w, down_w, rms_norm)
+            x = _mlp(x, n2, gu_w, down_w)
         else:
             # the last layer feeds only the next-token logits, and those read only the last
             # position: its keys/values are cached above for every position, but attention,
@@ -440,9 +340,9 @@ def _decode(model, ids, mask, G, T, temperature, top_p, generator, eos, pad, dra
             a = _attend(qk[:, -1, :H].reshape(B * Hkv, g, hd), k_t, v, last_mask, scale,
                         by_hand=True)
             x = torch.addmm(x.view(B, P, -1)[:, -1], a.view(B, H * hd), o_w)
-            x = _mlp(x, n2, gu_w, down_w, rms_norm)
+            x = _mlp(x, n2, gu_w, down_w)
     head = _head(model)
-    logits = head(rms_norm(x, w.norm)).repeat_interleave(G, dim=0)
+    logits = head(_rms_norm(x, w.norm)).repeat_interleave(G, dim=0)
 
     # decode-time tables, hoisted out of the loop: for each step an additive key mask over
     # all L slots (-inf on padded prompt slots and on slots not written yet), and each
@@ -452,27 +352,20 @@ def _decode(model, ids, mask, G, T, temperature, top_p, generator, eos, pad, dra
     step_pos = positions[:, -1:].repeat_interleave(G, 0) + 1 + torch.arange(T, device=device)
     by_step = step_pos.t().contiguous()
     cos_steps, sin_steps = cos_tab[by_step], sin_tab[by_step]  # (step, row, hd), contiguous
-    if kernel is not None:
-        # the fused step reads only the slots written so far, so no "unwritten" mask
-        fused = kernel.Decoder(H, Hkv, hd, w.norms[0][1],
-                               [t for layer in w.layers for t in _kernel_layer(layer)],
-                               list(keys.unbind(0)), list(values.unbind(0)), pad_rows)
-    else:
-        pad_mask = pad_rows[:, None, None].expand(n, Hkv, 1, L).reshape(n * Hkv, 1, L)
-        # step t writes slot P + t and must not see the slots after it
-        steps_fed = max(T - 1, 1)
-        later = (torch.arange(L, device=device)
-                 > P + torch.arange(steps_fed, device=device)[:, None])  # (step, slot)
-        unwritten = torch.zeros(steps_fed, 1, 1, L, dtype=dtype, device=device).masked_fill_(
-            later[:, None, None], float("-inf"))
-        # per layer, made once: its weights with the cache views the step reads (flat, for
-        # the batched products) and writes (one slot per step). At a few microseconds per
-        # tensor call on CPU, the views a step would otherwise rebuild cost as much as its
-        # attention.
-        steps = [(n1, qkv_w, o_w, n2, gu_w, down_w, keys[li], values[li],
-                  keys[li].view(n * Hkv, L, hd).transpose(1, 2),
-                  values[li].view(n * Hkv, L, hd))
-                 for li, (n1, qkv_w, o_w, n2, gu_w, down_w) in enumerate(w.layers)]
+    pad_mask = pad_rows[:, None, None].expand(n, Hkv, 1, L).reshape(n * Hkv, 1, L)
+    # step t writes slot P + t and must not see the slots after it
+    steps_fed = max(T - 1, 1)
+    later = (torch.arange(L, device=device)
+             > P + torch.arange(steps_fed, device=device)[:, None])  # (step, slot)
+    unwritten = torch.zeros(steps_fed, 1, 1, L, dtype=dtype, device=device).masked_fill_(
+        later[:, None, None], float("-inf"))
+    # per layer, made once: its weights with the cache views the step reads (flat, for the
+    # batched products) and writes (one slot per step). At a few microseconds per tensor
+    # call on CPU, the views a step would otherwise rebuild cost as much as its attention.
+    steps = [(n1, qkv_w, o_w, n2, gu_w, down_w, keys[li], values[li],
+              keys[li].view(n * Hkv, L, hd).transpose(1, 2),
+              values[li].view(n * Hkv, L, hd))
+             for li, (n1, qkv_w, o_w, n2, gu_w, down_w) in enumerate(w.layers)]
     tokens, logprobs, keep = [], [], []
     done = torch.zeros(n, dtype=torch.bool, device=device)
     finished = 0  # rows that have emitted EOS (a Python int, so most steps skip the masking)
@@ -491,34 +384,20 @@ def _decode(model, ids, mask, G, T, temperature, top_p, generator, eos, pad, dra
             break
         cur = P + t
         x = F.embedding(tok, w.embed)
-        if kernel is not None:
-            x = fused.step(x, cos_steps[t], sin_steps[t], cur)
-        else:
-            cos, sin = cos_steps[t][:, None], sin_steps[t][:, None]
-            attn_mask = pad_mask + unwritten[t]
-            for n1, qkv_w, o_w, n2, gu_w, down_w, k_cache, v_cache, k_flat, v_flat in steps:
-                qkv = (_rms_norm(x, n1) @ qkv_w).view(n, H + 2 * Hkv, hd)
-                qk = _rotate(qkv[:, :H + Hkv], cos, sin)
-                k_cache.select(-2, cur).copy_(qk[:, H:])
-                v_cache.select(-2, cur).copy_(qkv[:, H + Hkv:])
-                a = _attend(qk[:, :H].reshape(n * Hkv, H // Hkv, hd), k_flat, v_flat,
-                            attn_mask, scale, by_hand=True)
-                x = torch.addmm(x, a.view(n, H * hd), o_w)
-                x = _mlp(x, n2, gu_w, down_w)
-        logits = head(rms_norm(x, w.norm))
+        cos, sin = cos_steps[t][:, None], sin_steps[t][:, None]
+        attn_mask = pad_mask + unwritten[t]
+        for n1, qkv_w, o_w, n2, gu_w, down_w, k_cache, v_cache, k_flat, v_flat in steps:
+            qkv = (_rms_norm(x, n1) @ qkv_w).view(n, H + 2 * Hkv, hd)
+            qk = _rotate(qkv[:, :H + Hkv], cos, sin)
+            k_cache.select(-2, cur).copy_(qk[:, H:])
+            v_cache.select(-2, cur).copy_(qkv[:, H + Hkv:])
+            a = _attend(qk[:, :H].reshape(n * Hkv, H // Hkv, hd), k_flat, v_flat,
+                        attn_mask, scale, by_hand=True)
+            x = torch.addmm(x, a.view(n, H * hd), o_w)
+            x = _mlp(x, n2, gu_w, down_w)
+        logits = head(_rms_norm(x, w.norm))
     return (torch.stack(tokens, dim=1), torch.stack(keep, dim=1).long(),
             torch.stack(logprobs, dim=1))
-
-
-def _kernel_rms_norm(kernel):
-    """:func:`_rms_norm` computed by the kernel (float32, one row at a time)."""
-    return lambda x, norm: kernel.rms_norm(x.contiguous(), norm[0], norm[1])
-
-
-def _kernel_layer(layer) -> tuple:
-    """One layer's weights in the order ``Decoder`` takes them."""
-    n1, qkv_w, o_w, n2, gu_w, down_w = layer
-    return n1[0], qkv_w, o_w, n2[0], gu_w, down_w
 
 
 def _head(model):

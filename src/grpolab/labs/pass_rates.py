@@ -1,4 +1,4 @@
-"""Measure a model's per-prompt pass rates: the p in P(zero gradient) = p^G + (1 − p)^G.
+"""Measure a model's per-prompt pass rates: the p in P(zero variance) = p^G + (1 − p)^G.
 
 For every prompt we sample ``samples`` completions (n ≥ 16) with the lab's rollout sampler
 (:func:`grpolab.grpo.rollout.sample`: the prompt is encoded once and its KV cache shared by the
@@ -36,7 +36,8 @@ import numpy as np
 
 from grpolab._validate import as_positive_int
 
-__all__ = ["PassRateConfig", "measure", "summarize", "plot", "run", "RESULTS_FILE",
+__all__ = ["PassRateConfig", "measure", "summarize", "plot", "measure_pass_rates",
+           "RESULTS_FILE",
            "pass_rate_figure", "zero_variance_figure", "committed_results", "REPRODUCE"]
 
 RESULTS_FILE = "pass_rates.json"
@@ -221,7 +222,7 @@ def pass_rate_figure(result: dict):
 
 
 def zero_variance_figure(result: dict):
-    """Predicted P(zero gradient) vs G from the measured pass rates, with the held-out check."""
+    """Predicted P(zero variance) vs G from the measured pass rates, with the held-out check."""
     import matplotlib.pyplot as plt
 
     summary = result["summary"]
@@ -241,7 +242,7 @@ def zero_variance_figure(result: dict):
     ax.set_xscale("log", base=2)
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("group size G")
-    ax.set_ylabel("P(zero gradient)")
+    ax.set_ylabel("P(zero-variance group)")
     ax.set_title("Zero-variance groups implied by the measured pass rates")
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -253,7 +254,7 @@ def plot(result: dict, out_dir: str) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
-    from grpolab.labs.sweep.report import save_figure
+    from grpolab.labs.common import save_figure
 
     paths = []
     for name, make in (("pass_rates", pass_rate_figure), ("zero_variance", zero_variance_figure)):
@@ -261,41 +262,19 @@ def plot(result: dict, out_dir: str) -> list[str]:
     return paths
 
 
-def _write_atomic(path: str, obj) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
-    os.replace(tmp, path)
-
-
-def _provenance(device) -> dict:
-    from grpolab import __version__
-    from grpolab.grpo.records import device_name, git_commit
-
-    return {"grpolab_version": __version__, "git_commit": git_commit(),
-            "device": device_name(device)}
-
-
 def committed_results(name: str = "smollm2-pass-rates") -> dict:
     """The committed result file ``labs/results/<name>/pass_rates.json`` of this checkout
-    (the book reads it; it never measures at build time)."""
-    from pathlib import Path
+    (the book reads it; it never measures at build time), with the model's load times when
+    ``grpolab smollm2 prepare --time-loads`` wrote them."""
+    from grpolab.grpo.records import read_json
+    from grpolab.labs.common import committed_results_dir
 
-    from grpolab._paths import checkout_root
-
-    candidates = [checkout_root(), *Path.cwd().resolve().parents, Path.cwd().resolve()]
-    for root in candidates:
-        path = root / "labs" / "results" / name / RESULTS_FILE
-        if path.is_file():
-            with open(path) as f:
-                result = json.load(f)
-            times = path.parent / "load_times.json"  # grpolab smollm2 prepare --time-loads
-            if times.is_file():
-                with open(times) as f:
-                    result["load_times"] = json.load(f)
-            return result
-    raise FileNotFoundError(f"no labs/results/{name}/{RESULTS_FILE} above {Path.cwd()}; "
-                            f"reproduce it with: {REPRODUCE}")
+    folder = committed_results_dir(f"labs/results/{name}", RESULTS_FILE)
+    result = read_json(os.path.join(folder, RESULTS_FILE), "pass-rate results")
+    times = os.path.join(folder, "load_times.json")
+    if os.path.isfile(times):
+        result["load_times"] = read_json(times, "SmolLM2 load times")
+    return result
 
 
 REPRODUCE = "grpolab lab pass-rates --out labs/results/smollm2-pass-rates"
@@ -307,16 +286,17 @@ def load_model(name: str, device=None):
         from grpolab.models.smollm2 import load_smollm2
 
         return load_smollm2(device=device)
-    from grpolab.models.tiny import load_causal_lm
+    from grpolab.models.tiny_llama import load_causal_lm
 
     return load_causal_lm(name, device=device)
 
 
-def run(config: PassRateConfig, out_dir: str, *, device=None, progress: bool = True,
-        model_and_tokenizer=None, make_plots: bool = True) -> dict:
+def measure_pass_rates(config: PassRateConfig, out_dir: str, *, device=None,
+                       progress: bool = True, model_and_tokenizer=None,
+                       make_plots: bool = True) -> dict:
     """Measure, summarise, plot; resumable. Returns the full result (config, provenance,
     records, summary), which is also written to ``out_dir/pass_rates.json``."""
-    from grpolab.tasks.arithmetic import get_task
+    from grpolab.tasks.registry import get_task
 
     config.validate()
     os.makedirs(out_dir, exist_ok=True)
@@ -324,12 +304,13 @@ def run(config: PassRateConfig, out_dir: str, *, device=None, progress: bool = T
     cfg = json.loads(json.dumps(asdict(config)))  # tuples → lists, as stored
     done: list = []
     if os.path.exists(path):
-        from grpolab.grpo.records import read_json
+        from grpolab.grpo.records import config_differences, read_json
 
         previous = read_json(path, "pass-rate results (grpolab lab pass-rates)",
                              keys=("config",))
-        if previous.get("config") != cfg:
-            raise ValueError(f"{path} holds results of a different configuration; "
+        diff = config_differences(previous["config"], cfg)
+        if diff:
+            raise ValueError(f"{path} holds results of a different configuration ({diff}); "
                              "use a new --out directory or delete it")
         done = previous.get("records", [])
     task = get_task(config.task, **config.task_kwargs)
@@ -338,17 +319,18 @@ def run(config: PassRateConfig, out_dir: str, *, device=None, progress: bool = T
         model, tokenizer = load_model(config.model, device)
     else:
         model, tokenizer = model_and_tokenizer
-    dev = next(model.parameters()).device
-    base = {"config": cfg, **_provenance(dev)}
+    from grpolab.grpo.records import provenance, write_json_atomic
+
+    base = {"config": cfg, **provenance(next(model.parameters()).device)}
 
     def save(records):
-        _write_atomic(path, {**base, "records": records, "finished": False})
+        write_json_atomic(path, {**base, "records": records, "finished": False})
 
     records = measure(model, tokenizer, task, prompts, config, done=done, on_record=save,
                       progress=progress)
     result = {**base, "records": records,
               "summary": summarize(records, check_Gs=config.check_Gs), "finished": True}
-    _write_atomic(path, result)
+    write_json_atomic(path, result)
     if make_plots:
         plot(result, out_dir)
     return result

@@ -24,7 +24,6 @@ inputs differ from this sweep's is rebuilt, or refused when finished runs depend
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import time
@@ -35,14 +34,15 @@ from grpolab.grpo.config import training_prompts
 from grpolab.grpo.measure import gradient_noise, pass_rate_census
 from grpolab.grpo.records import (
     CorruptFileError,
-    device_name,
-    git_commit,
+    cached_census,
+    finished_run,
+    provenance,
     read_json,
-    read_jsonl,
     read_npy,
+    write_csv_atomic,
     write_json_atomic,
-    write_npy_atomic,
 )
+from grpolab.labs.common import CENSUS_SEED
 from grpolab.labs.sweep.presets import SweepPreset
 
 __all__ = ["run_sweep", "aggregate", "regime_verdicts", "PRIMARY_METRIC"]
@@ -59,12 +59,16 @@ STEP_COLUMNS = ("step", "completions", "reward_mean", "zero_variance_observed",
 #: preset's G gets the same census as the whole preset. Other models (costly to sample)
 #: keep twice the largest G, at least 16; a wider need rebuilds the census.
 CENSUS_MIN_SAMPLES = 64
-CENSUS_SEED = 12345
+
+
+
+def _census_stem(out: str, regime) -> str:
+    """Regimes that train on the same prompts share one census."""
+    return os.path.join(out, f"census-d{'-'.join(map(str, regime.train_difficulties))}")
 
 
 def _census_path(out: str, regime) -> str:
-    """Regimes that train on the same prompts share one census."""
-    return os.path.join(out, f"census-d{'-'.join(map(str, regime.train_difficulties))}.npy")
+    return _census_stem(out, regime) + ".npy"
 
 
 def census_width(preset: SweepPreset) -> int:
@@ -75,80 +79,37 @@ def census_width(preset: SweepPreset) -> int:
     return max(floor, 2 * max(preset.group_sizes), *windows)
 
 
-def _census_inputs(config, warmstart_key: str | None) -> dict:
+def _census_inputs(config) -> dict:
     """What a census depends on, besides its width (recorded beside it)."""
-    return {"warmstart_key": warmstart_key, "model": config.model, "task": config.task,
+    return {"warmstart_key": config.warmstart_key, "model": config.model, "task": config.task,
             "task_kwargs": config.task_kwargs, "train_difficulties": config.train_difficulties,
             "max_train_prompts": config.max_train_prompts, "temperature": config.temperature,
             "top_p": config.top_p, "max_completion_length": config.max_completion_length,
             "seed": CENSUS_SEED}
 
 
-def _differences(old: dict, new: dict) -> str:
-    keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-    return ", ".join(f"{k} {old.get(k)!r} -> {new.get(k)!r}" for k in keys[:3])
-
-
-def _cached_census(out: str, preset: SweepPreset, regime, config, warmstart_key: str | None,
-                   finished: int, n_prompts: int) -> np.ndarray | None:
-    """The census on disk if it was made from this sweep's inputs, else None (rebuild it).
-    A census that finished runs were seeded from, but from other inputs, is refused."""
-    path = _census_path(out, regime)
-    if not os.path.isfile(path):
-        return None
-    meta_path = path[:-len(".npy")] + ".json"
-    census = read_npy(path, "a pass-rate census", ndim=2)
-    inputs = _census_inputs(config, warmstart_key)
-    if os.path.isfile(meta_path):
-        recorded = read_json(meta_path, "a census record", keys=("inputs",))["inputs"]
-    elif finished:  # written before censuses recorded their inputs; its runs were checked
-        recorded = inputs
-        write_json_atomic(meta_path, {"inputs": inputs, "samples": int(census.shape[1])})
-    else:
-        recorded = {"unrecorded": True}
-    if recorded != inputs:
-        if finished:
-            raise ValueError(f"{path} was made from other inputs than this sweep's "
-                             f"({_differences(recorded, inputs)}) and {finished} finished runs "
-                             "were seeded from it; rerun with the settings that made it, use "
-                             "another --out, or delete the folder to start over")
-        return None
-    if census.shape[0] != n_prompts:
-        raise CorruptFileError(path, f"has {census.shape[0]} rows, not one per training prompt "
-                               f"({n_prompts})")
-    if census.shape[1] < census_width(preset):
-        return None  # a larger G than it was made for: widen it
-    return census
-
-
 def _census(out: str, preset: SweepPreset, regime, model, tokenizer, task, config,
-            warmstart_key: str | None = None, finished: int = 0, log=print) -> np.ndarray:
-    """Pass/fail of the warm start on every training prompt of the regime, cached on disk
-    with the inputs it was made from (``census-*.json``)."""
+            finished: int = 0, log=print) -> np.ndarray:
+    """Pass/fail of the warm start on every training prompt of the regime (the one census
+    cache, :func:`grpolab.grpo.records.cached_census`, in ``out``)."""
     prompts = training_prompts(config, task)[0]
-    cached = _cached_census(out, preset, regime, config, warmstart_key, finished, len(prompts))
-    if cached is not None:
-        return cached
-    path = _census_path(out, regime)
-    if os.path.isfile(path):
-        log(f"{path}: made from other inputs or too narrow for G={max(preset.group_sizes)}; "
-            "rebuilding it")
-    width = census_width(preset)
-    census = pass_rate_census(model, tokenizer, task, prompts, samples=width,
-                              temperature=config.temperature, top_p=config.top_p,
-                              max_new_tokens=config.max_completion_length, seed=CENSUS_SEED)
-    write_npy_atomic(path, census)
-    write_json_atomic(path[:-len(".npy")] + ".json",
-                      {"inputs": _census_inputs(config, warmstart_key), "samples": width})
-    return census
+
+    def make(samples: int) -> np.ndarray:
+        return pass_rate_census(model, tokenizer, task, prompts, samples=samples,
+                                temperature=config.temperature, top_p=config.top_p,
+                                max_new_tokens=config.max_completion_length, seed=CENSUS_SEED)
+
+    return cached_census(_census_stem(out, regime), _census_inputs(config), make,
+                         samples=census_width(preset), rows=len(prompts), frozen=finished > 0,
+                         log=log)
 
 
-def _noise_made_from(preset: SweepPreset, config, warmstart_key: str | None) -> dict:
+def _noise_made_from(preset: SweepPreset, config) -> dict:
     """What one gradient-noise row depends on (recorded in the row as ``made_from``)."""
     import hashlib
 
     blob = json.dumps(config.to_dict(), sort_keys=True, default=str)
-    return {"warmstart_key": warmstart_key, "batches": preset.noise_batches,
+    return {"warmstart_key": config.warmstart_key, "batches": preset.noise_batches,
             "config_sha256": hashlib.sha256(blob.encode()).hexdigest()[:16]}
 
 
@@ -162,27 +123,24 @@ def _read_noise(path: str) -> dict:
     return noise
 
 
-def _noise_rows(preset: SweepPreset, regime, model, tokenizer, task, rows: list[dict],
-                warmstart_key: str | None, finished: int) -> tuple[list[dict], bool]:
+def _noise_rows(preset: SweepPreset, regime, model, tokenizer, task,
+                rows: list[dict]) -> tuple[list[dict], bool]:
     """The regime's gradient-noise rows, one per G that fits the training set: rows made
-    from this sweep's inputs are kept, the others (and missing G) measured. Rows written
-    before rows recorded their inputs are kept when finished runs (checked to come from
-    this warm start) exist. Returns the rows and whether any was measured."""
-    prompts = training_prompts(preset.run_config(regime, preset.group_sizes[0], 0), task)[0]
+    from this sweep's inputs (their ``made_from``) are kept, the others and missing G
+    measured. Returns the rows and whether any was measured."""
+    first = preset.run_config(regime, preset.group_sizes[0], 0)
+    prompts = training_prompts(first, task)[0]
     keep = {int(r["G"]): r for r in rows}
     out, measured = [], False
     for G in sorted(set(preset.group_sizes) | set(keep)):
         if G not in preset.group_sizes:  # measured by an earlier invocation with other G
-            if keep[G].get("made_from", {}).get("warmstart_key") == warmstart_key:
+            if keep[G].get("made_from", {}).get("warmstart_key") == first.warmstart_key:
                 out.append(keep[G])
             continue
         cfg = preset.run_config(regime, G, 0)
         if cfg.prompts_per_step > len(prompts):
             continue
-        made_from = _noise_made_from(preset, cfg, warmstart_key)
-        if G in keep and "made_from" not in keep[G] and finished:
-            keep[G] = {**keep[G], "made_from": made_from}
-            measured = True  # (stamped: written back)
+        made_from = _noise_made_from(preset, cfg)
         if G in keep and keep[G].get("made_from") == made_from:
             out.append(keep[G])
             continue
@@ -223,8 +181,8 @@ def aggregate(out: str, preset: SweepPreset) -> dict:
     for regime in preset.regimes:
         for G in preset.group_sizes:
             for seed in preset.seeds:
-                d = os.path.join(out, "runs", regime.name, f"G{G}-seed{seed}")
-                s = _finished_run(d)
+                d = _run_dir(out, regime, G, seed)
+                s = finished_run(d, preset.run_config(regime, G, seed), check_log=True)
                 if s is None:
                     continue
                 log_records = s.pop("_log")
@@ -298,80 +256,42 @@ def aggregate(out: str, preset: SweepPreset) -> dict:
     write_json_atomic(os.path.join(out, "summary.json"), summary)
     for name, table in (("curves.csv", rows), ("steps.csv", step_rows)):
         if table:
-            _write_csv(os.path.join(out, name), table)
+            write_csv_atomic(os.path.join(out, name), table)
     return summary
 
 
-def _write_csv(path: str, rows: list[dict]) -> None:
-    keys = list(dict.fromkeys(k for r in rows for k in r))
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, path)
-
-
-def _finished_run(run_dir: str) -> dict | None:
-    """A finished run's summary (None when it has not finished); damaged files are refused."""
-    path = os.path.join(run_dir, "summary.json")
-    if not os.path.isfile(path):
-        return None
-    remedy = f"delete the folder {run_dir} and rerun the sweep (only that run is redone)"
-    summary = read_json(path, "a run summary", keys=("config", "steps"), remedy=remedy)
-    log_path = os.path.join(run_dir, "log.jsonl")
-    if not os.path.isfile(log_path):
-        raise CorruptFileError(log_path, "is missing but the run's summary.json is there", remedy)
-    records = read_jsonl(log_path, "a run log", remedy=remedy)
-    # the run evaluates at its last step, so a log cut at a line boundary lacks that row
-    final = [r for r in records if r.get("step") == summary["steps"]
-             and "eval_greedy_accuracy" in r]
-    if not final:
-        raise CorruptFileError(log_path, f"ends at step {records[-1].get('step')} without the "
-                               f"final evaluation of step {summary['steps']} that summary.json "
-                               "reports (the log was cut short)", remedy)
-    summary["_log"] = records
-    return summary
+def _run_dir(out: str, regime, G: int, seed: int) -> str:
+    return os.path.join(out, "runs", regime.name, f"G{G}-seed{seed}")
 
 
 def check_resume(out: str, preset: SweepPreset) -> dict[str, int]:
     """Compare ``preset`` with the sweep already in ``out`` without writing anything; return
     the number of finished runs per regime. Refused: another preset, a finished run of
-    another config, or one trained from another warm start or thread count."""
+    another config or warm start (:func:`grpolab.grpo.records.finished_run`), or finished
+    runs made with another thread count (which gives another warm start)."""
     import torch
 
     meta_path = os.path.join(out, "sweep.json")
     meta = (read_json(meta_path, "a sweep record", keys=("preset_name",))
-            if os.path.isfile(meta_path) else None)
-    if meta is not None and meta["preset_name"] != preset.name:
+            if os.path.isfile(meta_path) else {})
+    if meta and meta["preset_name"] != preset.name:
         raise ValueError(f"{out} holds a sweep of preset {meta['preset_name']!r}, not "
                          f"{preset.name!r}; use another --out")
+    threads = meta.get("torch_threads")
     finished: dict[str, int] = {}
-    warm_key = (preset.config.warmstart.key() if preset.config.model == "tiny" else None)
     for regime in preset.regimes:
         for G in preset.group_sizes:
             for seed in preset.seeds:
-                run_dir = os.path.join(out, "runs", regime.name, f"G{G}-seed{seed}")
-                summary = _finished_run(run_dir)
-                if summary is None:
-                    continue
-                cfg = preset.run_config(regime, G, seed)
-                if summary["config"] != json.loads(json.dumps(cfg.to_dict())):
-                    raise ValueError(f"{run_dir} holds a finished run with another config; "
-                                     "use another --out (or delete that directory)")
-                threads = (meta or {}).get("torch_threads")
+                run_dir = _run_dir(out, regime, G, seed)
                 if (threads is not None and threads != torch.get_num_threads()
-                        and str(summary.get("device", "cpu")).startswith("cpu")):
+                        and str(meta.get("device", "cpu")).startswith("cpu")
+                        and os.path.isfile(os.path.join(run_dir, "summary.json"))):
                     raise ValueError(f"--threads {torch.get_num_threads()}: the finished runs "
                                      f"in {out} were made with {threads} torch thread(s), which "
                                      f"give another warm start; rerun with --threads {threads} "
                                      "or use another --out")
-                if warm_key and summary.get("warmstart_key") not in (None, warm_key):
-                    raise ValueError(f"{run_dir} was trained from warm start "
-                                     f"{summary['warmstart_key']}, this command's is {warm_key} "
-                                     "(another warm-start config, thread count, torch version "
-                                     "or model code); use another --out")
-                finished[regime.name] = finished.get(regime.name, 0) + 1
+                if finished_run(run_dir, preset.run_config(regime, G, seed), check_log=True):
+                    finished[regime.name] = finished.get(regime.name, 0) + 1
     return finished
 
 
@@ -381,35 +301,29 @@ def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bo
     import torch
     from tqdm.auto import tqdm
 
-    from grpolab import __version__
-    from grpolab.grpo.loop import load_policy, run
+    from grpolab.grpo.backends import train
     from grpolab.grpo.records import output_lock
-    from grpolab.models.tiny import resolve_device
-    from grpolab.tasks.arithmetic import get_task
+    from grpolab.grpo.setup import load_policy
+    from grpolab.models.device import resolve_device
+    from grpolab.tasks.registry import get_task
 
     out = os.fspath(out)
-    preset.validate_prompts()
+    preset.check_prompts()
     device = resolve_device(preset.config.device)
     if preset.torch_threads and device.type == "cpu":
         torch.set_num_threads(preset.torch_threads)
     with output_lock(out):
         # 0. compare with what ``out`` holds before writing anything
         finished = check_resume(out, preset)
-        os.makedirs(out, exist_ok=True)
-        meta_path = os.path.join(out, "sweep.json")
-        write_json_atomic(meta_path, {
-            "preset_name": preset.name, "preset": preset.to_dict(),
-            "grpolab_version": __version__, "git_commit": git_commit(),
-            "device": device_name(device), "torch_threads": torch.get_num_threads(),
-            "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        })
+        write_json_atomic(os.path.join(out, "sweep.json"), {
+            "preset_name": preset.name, "preset": preset.to_dict(), **provenance(device),
+            "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
         cache = os.path.join(out, "cache")
         start = time.time()
         # 1. the shared warm start (cached)
         first = preset.run_config(preset.regimes[0], preset.group_sizes[0], preset.seeds[0])
         model, tokenizer, _ = load_policy(first, cache, device, progress)
         task = get_task(preset.config.task, **preset.config.task_kwargs)
-        warm_key = first.warmstart.key() if first.model == "tiny" else None
         log(f"warm start ready after {time.time() - start:.0f} s")
 
         # 2. census of pass rates and the gradient-noise measurement at the warm start, each
@@ -422,29 +336,28 @@ def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bo
             sharing = sum(finished.get(r.name, 0) for r in preset.regimes
                           if _census_path(out, r) == _census_path(out, regime))
             censuses[regime.name] = _census(out, preset, regime, model, tokenizer, task, cfg,
-                                            warm_key, sharing, log)
+                                            sharing, log)
             if preset.noise_batches >= 2:
                 rows, measured = _noise_rows(preset, regime, model, tokenizer, task,
-                                             noise.get(regime.name, []), warm_key,
-                                             finished.get(regime.name, 0))
+                                             noise.get(regime.name, []))
                 if measured or regime.name not in noise:
                     noise[regime.name] = rows
                     write_json_atomic(noise_path, noise)
         log(f"census and gradient noise ready after {time.time() - start:.0f} s")
         del model
 
-        # 3. the runs, skipping finished ones
+        # 3. the runs, skipping finished ones (checked against their config by check_resume)
         jobs = [(r, G, s) for r in preset.regimes for G in preset.group_sizes for s in preset.seeds]
         bar = tqdm(jobs, desc=f"sweep {preset.name}", disable=not progress)
         for regime, G, seed in bar:
-            run_dir = os.path.join(out, "runs", regime.name, f"G{G}-seed{seed}")
-            cfg = preset.run_config(regime, G, seed)
+            run_dir = _run_dir(out, regime, G, seed)
             if os.path.isfile(os.path.join(run_dir, "summary.json")):
-                continue  # checked against cfg by check_resume
+                continue
             bar.set_postfix_str(f"{regime.name} G={G} seed={seed}")
+            cfg = preset.run_config(regime, G, seed)
             census = censuses[regime.name][:, :cfg.pass_rate_window_size]  # census_samples wide
-            run(cfg, run_dir, cache_dir=cache, census=census, progress=progress,
-                extra={"regime": regime.name, "mode": regime.mode})
+            train(cfg, run_dir, cache_dir=cache, census=census, progress=progress,
+                  extra={"regime": regime.name, "mode": regime.mode})
         summary = aggregate(out, preset)
         summary["seconds_this_invocation"] = time.time() - start
         write_json_atomic(os.path.join(out, "summary.json"), summary)

@@ -1,0 +1,81 @@
+"""What every lab shares: the tiny model's task and base config, the step budget, the G list,
+where committed results live, and how a figure is saved.
+
+The labs (:mod:`grpolab.labs.sweep`, :mod:`grpolab.labs.remedies`,
+:mod:`grpolab.labs.pass_rates`) import these instead of each other.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from grpolab.grpo.config import GRPOConfig
+from grpolab.grpo.warmstart import WarmStartConfig
+
+__all__ = ["TASK_KWARGS", "COMPLETIONS_PER_STEP", "GROUP_SIZES", "CENSUS_SEED", "TINY_BASE",
+           "save_figure", "committed_results_dir"]
+
+#: The task every tiny-model lab shares: sums of 1- to 4-digit numbers. The warm start sees
+#: all four levels; each regime or remedy trains and evaluates on some of them.
+TASK_KWARGS = {"digits": [1, 2, 3, 4], "operands": [2], "ops": "+", "n_train": 2000,
+               "n_eval": 400, "seed": 0}
+
+#: Completions per step of the tiny-model labs at a fixed budget: prompts per step = this / G.
+COMPLETIONS_PER_STEP = 64
+
+#: The group sizes the labs compare.
+GROUP_SIZES = (2, 4, 8, 16, 32)
+
+#: Seed of every lab's pass-rate census of the warm start (runs of any seed share it).
+CENSUS_SEED = 12345
+
+#: The tiny model's base run: the warm start on :data:`TASK_KWARGS`, 100 steps of AdamW 5e-5,
+#: GRPO on the first 500 training prompts, an evaluation every 20 steps of
+#: :data:`COMPLETIONS_PER_STEP`. Presets and remedy items are overrides of it.
+TINY_BASE = GRPOConfig(
+    task="arithmetic", task_kwargs=dict(TASK_KWARGS), max_train_prompts=500,
+    warmstart=WarmStartConfig(task="arithmetic", task_kwargs=dict(TASK_KWARGS)),
+    steps=100, learning_rate=5e-5, eval_every=20 * COMPLETIONS_PER_STEP, eval_samples=4,
+    device="cpu")
+
+
+def save_figure(fig, out_dir: str | os.PathLike, name: str, dpi: int = 110) -> list[str]:
+    """Write ``fig`` as ``name.png`` and ``name.svg`` in ``out_dir`` and close it.
+
+    Each file is written to a temporary name and renamed, so an interrupted run never leaves
+    half a plot; the SVG carries no date, so reruns give identical files.
+    """
+    import matplotlib.pyplot as plt
+
+    out_dir = os.fspath(out_dir)
+    paths = []
+    for ext in ("png", "svg"):
+        path = os.path.join(out_dir, f"{name}.{ext}")
+        tmp = os.path.join(out_dir, f".{name}.tmp-{os.getpid()}.{ext}")
+        fig.savefig(tmp, dpi=dpi, metadata={"Date": None} if ext == "svg" else None)
+        os.replace(tmp, path)
+        paths.append(path)
+    plt.close(fig)
+    return paths
+
+
+def committed_results_dir(relative: str, marker: str | None = None) -> str:
+    """The committed results folder ``relative`` (e.g. ``labs/results/cpu-full``) of this
+    checkout: found walking up from the working directory (a notebook or book chapter runs
+    from its own folder), else next to the package's source checkout.
+
+    ``marker``: a file the folder must hold (e.g. ``summary.json``). A missing folder is a
+    FileNotFoundError that says how to make it.
+    """
+    from grpolab._paths import checkout_root
+
+    starts = [Path.cwd().resolve(), checkout_root()]
+    for start in starts:
+        for base in (start, *start.parents):
+            cand = base / relative
+            if cand.is_dir() and (marker is None or (cand / marker).is_file()):
+                return str(cand)
+    what = f"{relative}/{marker}" if marker else relative
+    raise FileNotFoundError(f"no {what} above {Path.cwd()} or in the grpolab checkout; the "
+                            "lab's README (labs/README.md) says how to make it")
