@@ -39,6 +39,7 @@ import io
 import json
 import math
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -57,6 +58,7 @@ __all__ = [
     "CorruptFileError",
     "EnvironmentSettingError",
     "Field",
+    "JSONSyntaxError",
     "check",
     "check_environment",
     "env_folder",
@@ -98,6 +100,11 @@ class CorruptFileError(ValueError):
         self.remedy = (f"delete {self.path} and rerun the command that wrote it"
                        if remedy is None else remedy)
         super().__init__(f"{self.path}: {problem}" + (f"; {self.remedy}" if self.remedy else ""))
+
+
+class JSONSyntaxError(CorruptFileError):
+    """Text that is not JSON at all (as opposed to JSON that breaks a bound or a schema):
+    a caller that accepts several formats tries the next one on this error only."""
 
 
 # ------------------------------------------------------------------------------------------
@@ -253,6 +260,50 @@ def _check_tree(root, path: str, what: str, remedy: str | None, max_depth: int) 
                                        f"{what}", remedy)
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _needs_walk(text: str, max_depth: int) -> bool:
+    """A conservative screen, in a few vectorised passes: False only if the parsed document
+    cannot break a bound (depth, integer size, finite numbers), so the per-value walk of
+    :func:`_check_tree` is skipped for the many large, ordinary files (a census of 10⁶
+    records). True means "walk and see", not "bad".
+
+    Why each screen suffices: a non-finite number needs a NaN/Infinity literal or an
+    overflowing float, which needs an exponent of three digits or a run of ≥ 19 digits; an
+    integer beyond 2**63 − 1 needs ≥ 19 digits; the depth is counted exactly from the
+    brackets outside strings (a bracket is outside when an even number of unescaped
+    quotes precede it).
+    """
+    if "NaN" in text or "Infinity" in text:
+        return True
+    if "\\" in text:  # escaped quotes: blank the strings out by their exact grammar first
+        text = _JSON_STRING.sub('""', text)
+    data = np.frombuffer(text.encode("utf-8") + b"\0\0\0\0", dtype=np.uint8)
+    digit = (data >= 48) & (data <= 57)
+    starts = np.flatnonzero(digit[1:] & ~digit[:-1]) + 1
+    ends = np.flatnonzero(digit[:-1] & ~digit[1:]) + 1
+    if digit[0]:
+        starts = np.concatenate(([0], starts))
+    if starts.size and (ends - starts).max() >= 19:
+        return True
+    e = np.flatnonzero((data == 101) | (data == 69))  # e, E: an exponent when digits follow
+    if e.size:
+        after = e + 1 + ((data[e + 1] == 43) | (data[e + 1] == 45))  # skip a sign
+        if (digit[after] & digit[after + 1] & digit[after + 2]).any():
+            return True
+    if text.count("[") + text.count("{") <= max_depth:
+        return False
+    quotes = np.flatnonzero(data == 34)
+    opens = np.flatnonzero((data == 91) | (data == 123))
+    closes = np.flatnonzero((data == 93) | (data == 125))
+    opens = opens[np.searchsorted(quotes, opens) % 2 == 0]
+    closes = closes[np.searchsorted(quotes, closes) % 2 == 0]
+    where = np.concatenate((opens, closes))
+    step = np.concatenate((np.ones(opens.size, np.int64), -np.ones(closes.size, np.int64)))
+    return int(np.cumsum(step[np.argsort(where, kind="stable")]).max(initial=0)) > max_depth
+
+
 def _loads(text: str, path: str, what: str, remedy: str | None, max_depth: int, line=None):
     at = f"line {line} " if line is not None else ""
     try:
@@ -262,17 +313,18 @@ def _loads(text: str, path: str, what: str, remedy: str | None, max_depth: int, 
                                remedy) from None
     except json.JSONDecodeError as exc:
         if line is not None:
-            raise CorruptFileError(path, f"line {line} is not JSON (a torn write?), so this is "
-                                   f"not {what}", remedy) from None
+            raise JSONSyntaxError(path, f"line {line} is not JSON (a torn write?), so this is "
+                                  f"not {what}", remedy) from None
         cut = exc.pos >= len(exc.doc.rstrip()) or exc.msg.startswith("Unterminated")
         how = "truncated" if cut else "is not valid JSON"
-        raise CorruptFileError(path, f"{how} ({exc.msg}: line {exc.lineno}, column "
-                               f"{exc.colno}), so not {what}", remedy) from None
+        raise JSONSyntaxError(path, f"{how} ({exc.msg}: line {exc.lineno}, column "
+                              f"{exc.colno}), so not {what}", remedy) from None
     except ValueError:  # an integer of more digits than Python converts (sys.int_info)
         raise CorruptFileError(path, f"{at}holds an integer of thousands of digits, so not "
                                f"{what}", remedy) from None
     if isinstance(value, (dict, list)):
-        _check_tree(value, path, what, remedy, max_depth)
+        if len(text) < 4096 or _needs_walk(text, max_depth):
+            _check_tree(value, path, what, remedy, max_depth)
     elif isinstance(value, float) and not math.isfinite(value):
         raise CorruptFileError(path, f"{at}is {value!r}, not a finite number, so not {what}",
                                remedy)
