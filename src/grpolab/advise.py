@@ -334,7 +334,7 @@ def back_out_beta(zero_std_fraction: float, mean_reward: float, G: int) -> tuple
     m = as_real_scalar(mean_reward, "mean_reward", minimum=-math.inf)
     G = as_positive_int(G, "G", minimum=2, maximum=MAX_GROUP_SIZE)
     if not 0.0 < m < 1.0:
-        raise AdviseError(f"mean reward {m:.4g} must lie strictly inside (0, 1) to fit a Beta")
+        raise AdviseError(f"mean_reward {m:.4g} must lie strictly inside (0, 1) to fit a Beta")
     low = float(theory.zero_variance_probability(m, G))
     if not low < z < 1.0:
         raise AdviseError(f"no Beta with mean {m:.4g} gives a zero-std fraction of {z:.4g} at "
@@ -591,6 +591,8 @@ def load_pass_rates(path, *, num_generations: int | None = None) -> Difficulty:
     :data:`MAX_INPUT_BYTES`, so ``/dev/zero`` or a FIFO is refused before a byte is read)
     and its JSON is checked for depth, integer size and finite numbers.
     """
+    if not isinstance(path, (str, Path)) and not hasattr(path, "__fspath__"):
+        raise AdviseError(f"path must be a file path, got {path!r:.60}")
     path = Path(path)
     source = path.name
     try:
@@ -914,13 +916,13 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
     5. what to monitor.
     """
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 2:
-        raise AdviseError(f"--budget must be an integer >= 2 (completions per step), got "
-                          f"{budget!r}")
+        raise AdviseError(f"budget (--budget) must be an integer >= 2 (completions per step), "
+                          f"got {budget!r:.60}")
     if isinstance(max_G, bool) or not isinstance(max_G, (int, np.integer)) or max_G < 2:
-        raise AdviseError(f"--max-G must be an integer >= 2, got {max_G!r}")
+        raise AdviseError(f"max_G (--max-G) must be an integer >= 2, got {max_G!r:.60}")
     if max_G > theory.MAX_GROUP_SIZE or budget > MAX_BUDGET:
-        raise AdviseError(f"--max-G must be <= {theory.MAX_GROUP_SIZE} and --budget <= 10**12, "
-                          f"got --max-G {max_G}, --budget {budget}")
+        raise AdviseError(f"max_G (--max-G) must be <= {theory.MAX_GROUP_SIZE} and budget "
+                          f"(--budget) <= 10**12, got --max-G {max_G}, --budget {budget}")
     if not isinstance(d, Difficulty):
         raise AdviseError(f"d must be a Difficulty (from load_pass_rates), got "
                           f"{type(d).__name__}")
@@ -1083,6 +1085,8 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
 
 def format_advice(a: Advice) -> str:
     """The table and the recommendation as plain text (what ``grpolab advise`` prints)."""
+    if not isinstance(a, Advice):
+        raise AdviseError(f"a must be an Advice (from advise()), got {type(a).__name__}")
     out = [f"grpolab advise: {a.source} ({a.kind}; "
            + (f"{a.prompts} prompts, " if a.prompts else "")
            + f"mean pass rate {a.mean_pass_rate:.3f}), budget N = {a.budget} completions per step"]

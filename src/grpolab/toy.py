@@ -47,7 +47,6 @@ from grpolab._validate import (
     ArgumentTypeError,
     as_flag,
     as_integer_array,
-    as_positive,
     as_positive_int,
     as_probability_scalar,
     as_real_array,
@@ -119,7 +118,10 @@ def _seed_keys(seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _uint32s(x, name: str) -> np.ndarray:
     """Integers in [0, 2³² − 1] as uint32; a float, a bool or an out-of-range value is refused
     (never truncated or wrapped)."""
-    arr = np.asarray(x)
+    try:
+        arr = np.asarray(x)
+    except (ValueError, TypeError):  # ragged nesting: as_integer_array names it
+        arr = np.asarray(None)
     if arr.dtype.kind in "iu" and arr.size:  # the fast path train() takes every step
         if int(arr.min()) < 0 or int(arr.max()) > 0xFFFFFFFF:
             raise ValueError(f"{name} must be integers in [0, 2**32 - 1], got "
@@ -230,8 +232,7 @@ def beta_quantile(q: float, a: float, b: float) -> float:
     q is a probability; a and b lie in :data:`BETA_QUANTILE_RANGE`, where the result is
     accurate to 1e-12."""
     q = as_probability_scalar(q, "q")
-    a, b = (float(as_positive(v, n, *BETA_QUANTILE_RANGE, what="a Beta parameter"))
-            for v, n in ((a, "a"), (b, "b")))
+    a, b = (as_real_scalar(v, n, *BETA_QUANTILE_RANGE) for v, n in ((a, "a"), (b, "b")))
     lo, hi = 0.0, 1.0
     for _ in range(100):
         mid = 0.5 * (lo + hi)
@@ -248,8 +249,8 @@ def beta_dataset(a: float, b: float, n_prompts: int = 64) -> Dataset:
     Quantiles, not draws: the dataset is the prior itself, the same for every seed.
     """
     for v, name in ((a, "a"), (b, "b")):
-        if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
-                or not 0.05 <= v <= 100):
+        if (isinstance(v, bool) or not isinstance(v, (int, float))
+                or not 0.05 <= v <= 100):  # NaN fails the range; a huge int never converts
             raise ValueError(f"Beta parameter {name} must be a number in [0.05, 100], got {v!r}")
     n = as_positive_int(n_prompts, "n_prompts", maximum=MAX_DATASET_PROMPTS)
     p = [beta_quantile((j + 0.5) / n, float(a), float(b)) for j in range(n)]
@@ -395,9 +396,12 @@ class ToyResult:
 
 
 def _check_seeds(seeds) -> np.ndarray:
-    s = np.atleast_1d(np.asarray(seeds))
+    try:
+        s = np.atleast_1d(np.asarray(seeds))
+    except (ValueError, TypeError):  # ragged nesting and the like
+        raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r:.60}") from None
     if s.ndim != 1 or s.size == 0 or not np.issubdtype(s.dtype, np.integer):
-        raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r}")
+        raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r:.60}")
     if (s < 0).any() or (s > 0xFFFFFFFF).any():
         raise ValueError("seeds must lie in [0, 2**32 - 1]")
     return s.astype(np.int64)
@@ -565,7 +569,7 @@ def t_critical_975(df: int) -> float:
     Exact table for df ≤ 10, then the Cornish–Fisher expansion around z = 1.959964
     (error < 1.2e-4 for df ≥ 11); the page's JS uses the same table and formula.
     """
-    df = as_positive_int(df, "df")
+    df = as_positive_int(df, "df", maximum=10**15)  # beyond, t is z to 16 digits anyway
     if df <= len(_T975):
         return _T975[df - 1]
     z = 1.959963985
@@ -782,7 +786,7 @@ def fixed_budget_sweep(dataset: Dataset, config: ToyConfig, Gs, seeds=range(200)
         raise ValueError("config: fixed_budget_sweep needs mode='budget'")
     if isinstance(Gs, (str, bytes)) or not hasattr(Gs, "__iter__"):
         raise ArgumentTypeError(f"Gs must be a list of group sizes, got {Gs!r:.60}")
-    Gs = [as_positive_int(G, "G", minimum=2, maximum=config.budget) for G in Gs]
+    Gs = [as_positive_int(G, "Gs", minimum=2, maximum=config.budget) for G in Gs]
     if not Gs:
         raise ValueError("Gs must list at least one group size")
     bad = [G for G in Gs if config.budget % G]
