@@ -78,7 +78,8 @@ def _open_lock_file(folder: str, name: str) -> int:
                             "rerun") from None
         if exc.errno == errno.EISDIR:
             raise LockError(f"{shown} is a folder, not a lock file; remove it and rerun") from None
-        raise
+        raise LockError(f"cannot create the lock file {shown}: {exc.strerror} (a writer needs "
+                        f"a lock file inside {folder})") from None
     finally:
         if dir_fd is not None:
             os.close(dir_fd)
