@@ -1,13 +1,15 @@
 """Every public numpy function either refuses a bad argument clearly or answers in range.
 
-One row per public function of :mod:`grpolab.theory`, :mod:`grpolab.advantages` and
-:mod:`grpolab.simulate`: valid arguments, and what a valid answer looks like. Each
+One row per public function of the torch-free core (:mod:`grpolab.theory`,
+:mod:`grpolab.advantages`, :mod:`grpolab.simulate`, :mod:`grpolab.toy`,
+:mod:`grpolab.advise`): valid arguments, and what a valid answer looks like. Each
 argument in turn is then replaced by NaN, ±inf, huge numbers, wrong types (strings, None,
 bools, complex, lists of strings, ragged lists) and empty arrays, first from a fixed table
-and then by hypothesis. The property: the call raises a ValueError or TypeError whose
-message names an argument (the replaced one, or the one it conflicts with), or it returns
-a finite, in-range answer. A numpy RuntimeWarning (overflow, invalid value) is a failure
-too: it means a NaN or inf was about to be computed silently.
+and then by hypothesis. The property: the call raises a ValueError (grpolab's type errors,
+``ArgumentTypeError``, are ValueErrors too) whose message names an argument (the replaced
+one, or the one it conflicts with), or it returns a finite, in-range answer. A plain
+TypeError, an OverflowError, a RecursionError or a numpy RuntimeWarning (overflow, invalid
+value) is a failure: it means garbage, a traceback, or a NaN about to be computed silently.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grpolab import advantages, simulate, theory
+from grpolab import advantages, simulate, theory, toy
+from grpolab import advise as adv
 
 # ---- what a valid answer looks like --------------------------------------------------
 
@@ -169,6 +172,75 @@ ROWS = [
 ]
 
 
+# ---- grpolab.toy and grpolab.advise -------------------------------------------------
+DS = toy.beta_dataset(1.0, 2.0, 6)
+CFG = toy.ToyConfig(num_generations=2, budget=8, steps=2)
+
+
+def toy_result(r) -> bool:
+    return (isinstance(r, toy.ToyResult) and PROB(r.pass_rate) and NONNEG(r.completions)
+            and PROB(r.zero_variance_observed) and PROB(r.zero_variance_predicted)
+            and FINITE(r.theta))
+
+
+def dataset_in_range(d) -> bool:
+    return isinstance(d, toy.Dataset) and in_range(toy.P_FLOOR, 1 - toy.P_FLOOR)(d.pass_rates)
+
+
+def group_sizes(G) -> bool:
+    G = np.asarray(G)
+    return G.dtype.kind == "i" and G.size > 0 and bool(((G >= 1) & (G <= 10**6)).all())
+
+
+def positive_pair(x) -> bool:
+    return pair_of(in_range(1e-300, math.inf))(x)
+
+
+def gradient_mse(d) -> bool:
+    return NONNEG(d["mse"]) and FINITE(d.get("mean", d.get("se")))
+
+
+def summary_band(d) -> bool:
+    return (all(FINITE(d[k]) for k in ("mean", "low", "high")) and NONNEG(d["half_width"]))
+
+
+def sweep_result(d) -> bool:
+    return PROB(d["mean"]) and NONNEG(d["half_width"]) and d["fastest_G"] in d["G"]
+
+
+D_RATES = adv.Difficulty("rates", "rows", rates=np.array([0.05, 0.3, 0.7, 0.95]))
+ADVICE = adv.advise(D_RATES, budget=64, max_G=16)
+TOY_SIZES = frozenset({"n_prompts", "seeds", "n_draws", "B", "G", "Gs"})
+
+ROWS += [
+    Row(toy.beta_quantile, dict(q=0.3, a=0.5, b=2.0), PROB),
+    Row(toy.uniforms, dict(seeds=[0, 7], counters=[0, 1, 2]), in_range(0.0, 1.0)),
+    Row(toy.t_critical_975, dict(df=5), in_range(1.9, 12.8)),
+    Row(toy.summarize, dict(values=[[0.1, 0.2], [0.3, 0.5], [0.2, 0.1]]), summary_band),
+    Row(toy.beta_dataset, dict(a=1.0, b=2.0, n_prompts=8), dataset_in_range, TOY_SIZES),
+    Row(toy.empirical_dataset, dict(successes=[0, 3, 8], samples=8, name="measured"),
+        dataset_in_range),
+    Row(toy.train, dict(dataset=DS, config=CFG, seeds=[0, 1]), toy_result, TOY_SIZES),
+    Row(toy.exact_gradient_mse, dict(dataset=DS, config=CFG, B=2, G=4), gradient_mse, TOY_SIZES),
+    Row(toy.measure_gradient_mse, dict(dataset=DS, config=CFG, B=2, G=4, n_draws=20,
+                                       seed_offset=0), gradient_mse, TOY_SIZES),
+    Row(toy.unbiased_config, dict(config=CFG), lambda c: isinstance(c, toy.ToyConfig)),
+    Row(toy.fixed_budget_sweep, dict(dataset=DS, config=CFG, Gs=[2, 4], seeds=[0, 1]),
+        sweep_result, TOY_SIZES),
+    Row(adv.adaptive_allocation, dict(rates=[0.1, 0.5, 0.9], mean_G=4, min_G=2, max_G=8),
+        group_sizes, frozenset({"mean_G", "min_G", "max_G"})),
+    Row(adv.back_out_beta, dict(zero_std_fraction=0.45, mean_reward=0.3, G=8), positive_pair),
+    Row(adv.back_out_pass_rate, dict(zero_std_fraction=0.6, G=8), in_range(0.0, 0.5)),
+    Row(adv.candidate_group_sizes, dict(max_G=64, budget=512),
+        lambda Gs: bool(Gs) and all(isinstance(G, int) and G >= 2 for G in Gs)),
+    Row(adv.fit_beta_binomial, dict(successes=[0, 3, 8], trials=[8, 8, 8]), positive_pair),
+    Row(adv.advise, dict(d=D_RATES, budget=64, max_G=16, noise=None),
+        lambda a: isinstance(a, adv.Advice) and PROB([r["zero_variance_fraction"]
+                                                      for r in a.rows])),
+    Row(adv.format_advice, dict(a=ADVICE), lambda text: isinstance(text, str) and text),
+]
+
+
 def _public_functions(module, names):
     return {n: getattr(module, n) for n in names
             if inspect.isfunction(getattr(module, n))}
@@ -177,7 +249,21 @@ def _public_functions(module, names):
 PUBLIC = {**{f"theory.{n}": f for n, f in _public_functions(theory, theory.__all__).items()},
           **{f"advantages.{n}": f
              for n, f in _public_functions(advantages, advantages.__all__).items()},
-          **{f"simulate.{n}": f for n, f in _public_functions(simulate, simulate.__all__).items()}}
+          **{f"simulate.{n}": f for n, f in _public_functions(simulate, simulate.__all__).items()},
+          **{f"toy.{n}": f for n, f in _public_functions(toy, toy.__all__).items()},
+          **{f"advise.{n}": f for n, f in _public_functions(adv, adv.__all__).items()}}
+
+#: Public functions checked elsewhere, and why they have no row here.
+ELSEWHERE = {
+    # helper book-b is replacing these with an exact model and one constrained fit
+    "toy.fit_mse_constants": "book-b's refit (issue 26 phase 1 leaves it alone)",
+    "toy.predicted_optimal_group_size": "book-b's refit",
+    "advise.fit_noise_constants": "book-b's refit",
+    # file readers: their message names the file, not the argument; tables of damaged
+    # files in tests/test_reliability_core.py
+    "advise.load_pass_rates": "tests/test_reliability_core.py (READERS)",
+    "advise.load_noise": "tests/test_reliability_core.py (READERS)",
+}
 
 
 def test_every_public_function_has_a_row_covering_every_argument():
@@ -185,9 +271,12 @@ def test_every_public_function_has_a_row_covering_every_argument():
     rows = {}
     for row in ROWS:
         rows.setdefault(row.id, set()).update(row.kwargs)
-    missing = sorted(set(PUBLIC) - set(rows))
+    assert set(ELSEWHERE) <= set(PUBLIC), sorted(set(ELSEWHERE) - set(PUBLIC))
+    missing = sorted(set(PUBLIC) - set(rows) - set(ELSEWHERE))
     assert not missing, f"add a Row for: {missing}"
     for name, fn in PUBLIC.items():
+        if name in ELSEWHERE:
+            continue
         params = set(inspect.signature(fn).parameters)
         assert params == rows[name], f"{name}: row arguments {rows[name]} != {params}"
 
@@ -205,8 +294,8 @@ def test_every_row_is_valid_as_given():
 def _names_argument(message: str, names) -> bool:
     """True if the message names one of the arguments ("a" must open it: it is a word)."""
     for name in names:
-        if name == "a":
-            if message.startswith("a "):
+        if name in ("a", "d"):  # one-letter names: at the start, or after "parameter"
+            if message.startswith(f"{name} ") or f"parameter {name} " in message:
                 return True
         elif re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", message):
             return True
@@ -219,7 +308,7 @@ def check_call(row: Row, arg: str, value) -> None:
         warnings.simplefilter("error", RuntimeWarning)
         try:
             result = row.fn(**kwargs)
-        except (ValueError, TypeError) as exc:
+        except ValueError as exc:  # ArgumentTypeError included; a bare TypeError is a bug
             message = str(exc)
             assert "\n" not in message.strip(), f"{row.id}({arg}={value!r}): {message!r}"
             assert _names_argument(message, row.kwargs), (

@@ -74,6 +74,15 @@ def test_theory_quick(tmp_path):
     assert data["settings"]["grid"] == 100
 
 
+def test_advise_quick(tmp_path):
+    lines, data = run_script("advise", tmp_path=tmp_path)
+    cases = [d["case"] for d in lines]
+    assert sum(c.startswith("end to end") for c in cases) == 2
+    assert lines[-1]["case"].startswith("adaptive allocation")
+    assert lines[-1]["unit"] == "prompts/s" and float(lines[-1]["ratio"]) > 1
+    assert data["settings"]["prompts"] == 20_000
+
+
 def test_rollout_quick(tmp_path):
     lines, data = run_script("rollout", tmp_path=tmp_path)
     cases = [d["case"] for d in lines]
@@ -129,7 +138,7 @@ def test_run_rejects_unknown_benchmark():
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "error: unknown benchmark(s) nope; choose from theory,book,memory,rollout,step"
+        "error: unknown benchmark(s) nope; choose from theory,advise,book,memory,rollout,step"
         .replace(",", ", ")]
 
 

@@ -16,10 +16,6 @@ book/theory/02-baseline-variance.md, 03-zero-variance.md, 04-cost-of-g.md and
 
 from __future__ import annotations
 
-import csv
-import heapq
-import io
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,6 +24,22 @@ import numpy as np
 from scipy import optimize, special
 
 from grpolab import theory
+from grpolab._files import (
+    CorruptFileError,
+    JSONSyntaxError,
+    parse_csv,
+    parse_json,
+    read_json,
+    read_text,
+)
+from grpolab._validate import (
+    MAX_COUNT,
+    MAX_GROUP_SIZE,
+    as_integer_array,
+    as_positive_int,
+    as_probability,
+    as_real_scalar,
+)
 
 __all__ = [
     "AdviseError",
@@ -62,6 +74,12 @@ MIN_PROMPTS = 8       # ... and while a step still holds at least this many prom
 MIN_GAIN = 0.10       # a remedy must add >= 10% informative groups per completion to be preferred
 DS_ZERO_VARIANCE = 0.25  # dynamic sampling pays for itself when > 25% of groups have zero variance
 LOG_WINDOW = 10       # TRL logs: average the last this many logged steps
+#: Bounds before work: the largest pass-rate file read, and the most prompts it may hold
+#: (each prompt costs ~100 bytes of working memory: 10⁷ prompts is about 1 GB).
+MAX_INPUT_BYTES = 2**30
+MAX_PROMPTS = 10**7
+#: Largest budget of completions per step (B·G) that advise evaluates.
+MAX_BUDGET = 10**12
 
 
 class AdviseError(ValueError):
@@ -78,6 +96,7 @@ class Difficulty:
     ``kind`` is ``"counts"`` (per-prompt successes out of trials, e.g. the SmolLM2 census),
     ``"rates"`` (per-prompt pass rates, taken as the true rates), ``"beta"`` (a Beta(a, b)
     population, e.g. backed out of a TRL log) or ``"point"`` (one pass rate for every prompt).
+    The fields a kind needs are checked on construction (a ValueError naming the field).
     """
 
     kind: str
@@ -93,6 +112,39 @@ class Difficulty:
     #: then every G uses the posterior (selection on k leaves the posterior valid, while the
     #: unbiased U-statistic on the same samples would be optimistic).
     selected_from: tuple[float, float] | None = None
+    #: per-G results and the fitted prior, so advise() computes each once
+    _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.kind not in ("counts", "rates", "beta", "point"):
+            raise ValueError(f"kind must be 'counts', 'rates', 'beta' or 'point', got "
+                             f"{self.kind!r}")
+        if self.kind == "counts":
+            k = as_integer_array(self.successes, "successes", minimum=0, maximum=MAX_COUNT)
+            n = as_integer_array(self.trials, "trials", minimum=1, maximum=MAX_COUNT)
+            if k.ndim != 1 or k.shape != n.shape or not 1 <= k.size <= MAX_PROMPTS:
+                raise ValueError(f"successes and trials must be two 1-D arrays of equal length "
+                                 f"(1 to {MAX_PROMPTS} prompts), got shapes {k.shape} and "
+                                 f"{n.shape}")
+            if (k > n).any():
+                raise ValueError("successes must lie in [0, trials] for every prompt")
+            self.successes, self.trials = k, n
+        elif self.kind == "rates":
+            r = as_probability(self.rates, "rates")
+            if r.ndim != 1 or not 1 <= r.size <= MAX_PROMPTS:
+                raise ValueError(f"rates must be a 1-D array of 1 to {MAX_PROMPTS} pass rates, "
+                                 f"got shape {r.shape}")
+            self.rates = r
+        elif self.kind == "beta":
+            lo, hi = theory.BETA_PARAMETER_RANGE
+            self.a = as_real_scalar(self.a, "a", minimum=lo, maximum=hi)
+            self.b = as_real_scalar(self.b, "b", minimum=lo, maximum=hi)
+        else:
+            self.p = float(as_probability(self.p, "p"))
+        if self.selected_from is not None:
+            lo, hi = theory.BETA_PARAMETER_RANGE
+            self.selected_from = tuple(as_real_scalar(v, "selected_from", minimum=lo, maximum=hi)
+                                       for v in self.selected_from)
 
     # ---- per-prompt views -------------------------------------------------------------
     @property
@@ -114,13 +166,29 @@ class Difficulty:
             return self.a / (self.a + self.b)
         return float(self.p)
 
+    def _pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The distinct (k, n) pairs of a census and how many prompts have each: every
+        per-prompt formula here depends on (k, n) only, and a census of 10⁶ prompts at one
+        n has at most n + 1 distinct pairs."""
+        if "pairs" not in self._cache:
+            k, n = self.successes, self.trials
+            top = int(n.max()) + 1
+            if top < 2**31:  # one int64 key per prompt, no overflow
+                keys, counts = np.unique(k * top + n, return_counts=True)
+                self._cache["pairs"] = (keys // top, keys % top, counts)
+            else:
+                both, counts = np.unique(np.stack([k, n], axis=1), axis=0, return_counts=True)
+                self._cache["pairs"] = (both[:, 0], both[:, 1], counts)
+        return self._cache["pairs"]
+
     def prior(self) -> tuple[float, float]:
         """Beta prior fitted to the counts by maximum likelihood (beta-binomial)."""
         if self.selected_from is not None:
             return self.selected_from
-        if not hasattr(self, "_prior"):
-            self._prior = fit_beta_binomial(self.successes, self.trials)
-        return self._prior
+        if "prior" not in self._cache:
+            k, n, counts = self._pairs()
+            self._cache["prior"] = _fit_beta_binomial_pairs(k, n, counts)
+        return self._cache["prior"]
 
     def point_rates(self) -> np.ndarray | None:
         """One pass rate per prompt: the rates, or the posterior means (k + a)/(n + a + b)."""
@@ -134,6 +202,7 @@ class Difficulty:
     # ---- the expected zero-variance fraction --------------------------------------------
     def method(self, G: int) -> str:
         """How :meth:`zero_variance_fraction` is computed at this G (printed in the table)."""
+        G = as_positive_int(G, "G", maximum=MAX_GROUP_SIZE)
         if self.kind == "counts":
             if G <= int(self.trials.min()) and self.selected_from is None:
                 return "unbiased"
@@ -146,21 +215,28 @@ class Difficulty:
         counts, G ≤ trials: the unbiased U-statistic [C(k,G) + C(n−k,G)]/C(n,G) per prompt
         (plugging k/n into p^G is biased upward). counts, G > trials: the posterior
         expectation under the fitted Beta prior, E[p^G + (1−p)^G | k, n]. rates: the plug-in
-        mean. beta: the Beta moment. point: p^G + (1 − p)^G.
+        mean. beta: the Beta moment. point: p^G + (1 − p)^G. One vectorised call per G
+        (over the distinct (k, n) pairs for counts), computed once and kept.
         """
-        G = int(G)
+        G = as_positive_int(G, "G", maximum=MAX_GROUP_SIZE)
+        if G in self._cache:
+            return self._cache[G]
         if self.kind == "counts":
-            k, n = self.successes, self.trials
+            k, n, counts = self._pairs()
             if G <= int(n.min()) and self.selected_from is None:
-                return float(np.mean(theory.unbiased_zero_variance_estimate(k, n, G)))
-            a, b = self.prior()
-            post = theory.beta_zero_variance_probability(G, a + k, b + n - k)
-            return float(np.mean(post))
-        if self.kind == "rates":
-            return float(theory.empirical_zero_variance_probability(self.rates, G))
-        if self.kind == "beta":
-            return float(theory.beta_zero_variance_probability(G, self.a, self.b))
-        return float(theory.zero_variance_probability(self.p, G))
+                per_pair = theory.unbiased_zero_variance_estimate(k, n, G)
+            else:
+                a, b = self.prior()
+                per_pair = theory.beta_zero_variance_probability(G, a + k, b + n - k)
+            value = float(np.dot(np.asarray(per_pair, dtype=float), counts) / counts.sum())
+        elif self.kind == "rates":
+            value = float(theory.empirical_zero_variance_probability(self.rates, G))
+        elif self.kind == "beta":
+            value = float(theory.beta_zero_variance_probability(G, self.a, self.b))
+        else:
+            value = float(theory.zero_variance_probability(self.p, G))
+        self._cache[G] = value
+        return value
 
     def filtered(self) -> Difficulty | None:
         """The pool without prompts that were never or always solved (None if not per-prompt)."""
@@ -183,18 +259,36 @@ def fit_beta_binomial(successes, trials) -> tuple[float, float]:
 
     Equation: log L = Σ_j [log C(n_j, k_j) + log B(k_j + a, n_j − k_j + b) − log B(a, b)],
     maximised over log a and log b in [−7, 7] (so a prompt pool with no success at all
-    still gives a finite, small a).
+    still gives a finite, small a). ``successes`` and ``trials`` are integer counts with
+    0 ≤ k ≤ n and n ≥ 1 (broadcast against each other); empty, NaN or inconsistent counts
+    are refused. The likelihood is summed over distinct (k, n) pairs with their counts.
 
     Derived in: book/capstone/01-choosing-g.md, "Step 1: from a census to a zero-variance fraction".
     """
-    k = np.asarray(successes, dtype=float)
-    n = np.asarray(trials, dtype=float)
+    k = as_integer_array(successes, "successes", minimum=0, maximum=MAX_COUNT)
+    n = as_integer_array(trials, "trials", minimum=1, maximum=MAX_COUNT)
+    try:
+        k, n = (v.ravel() for v in np.broadcast_arrays(k, n))
+    except ValueError:
+        raise ValueError(f"successes and trials must have the same shape, got {k.shape} and "
+                         f"{n.shape}") from None
+    if k.size == 0:
+        raise ValueError("successes must hold at least one count")
+    if (k > n).any():
+        raise ValueError("successes must lie in [0, trials]: no prompt can pass more often "
+                         "than it was tried")
+    return Difficulty("counts", "fit", successes=k, trials=n).prior()
+
+
+def _fit_beta_binomial_pairs(k: np.ndarray, n: np.ndarray, counts: np.ndarray):
+    """:func:`fit_beta_binomial` on distinct (k, n) pairs, each weighted by its count."""
+    k, n, w = (np.asarray(v, dtype=float) for v in (k, n, counts))
 
     def nll(x):
         a, b = np.exp(x)
-        return -float(np.sum(special.betaln(k + a, n - k + b) - special.betaln(a, b)))
+        return -float(np.dot(w, special.betaln(k + a, n - k + b) - special.betaln(a, b)))
 
-    m = float(np.clip(np.mean(k / n), 0.01, 0.99))
+    m = float(np.clip(np.dot(w, k / n) / w.sum(), 0.01, 0.99))
     res = optimize.minimize(nll, x0=[math.log(m), math.log(1 - m)], method="L-BFGS-B",
                             bounds=[(-7.0, 7.0), (-7.0, 7.0)])
     a, b = np.exp(res.x)
@@ -208,11 +302,13 @@ def back_out_pass_rate(zero_std_fraction: float, G: int) -> float:
     """The pass rate p ≤ 1/2 of a homogeneous pool that gives this zero-variance fraction.
 
     Solves p^G + (1 − p)^G = z on [0, 1/2], where the left side falls from 1 to 2^(1−G);
-    the mirror solution 1 − p gives the same z.
+    the mirror solution 1 − p gives the same z. G is an integer ≥ 2 (a fractional G is
+    refused, not truncated).
 
     Derived in: book/capstone/01-choosing-g.md, "When all you have is a training log".
     """
-    z, G = float(zero_std_fraction), int(G)
+    z = as_real_scalar(zero_std_fraction, "zero_std_fraction", minimum=-math.inf)
+    G = as_positive_int(G, "G", minimum=2, maximum=MAX_GROUP_SIZE)
     floor = 2.0 ** (1 - G)
     if not floor <= z <= 1.0:
         raise AdviseError(f"a zero-std fraction of {z:.4g} is impossible at G = {G} with one "
@@ -234,10 +330,12 @@ def back_out_beta(zero_std_fraction: float, mean_reward: float, G: int) -> tuple
 
     Derived in: book/capstone/01-choosing-g.md, "When all you have is a training log".
     """
-    z, m, G = float(zero_std_fraction), float(mean_reward), int(G)
-    low = float(theory.zero_variance_probability(m, G))
+    z = as_real_scalar(zero_std_fraction, "zero_std_fraction", minimum=-math.inf)
+    m = as_real_scalar(mean_reward, "mean_reward", minimum=-math.inf)
+    G = as_positive_int(G, "G", minimum=2, maximum=MAX_GROUP_SIZE)
     if not 0.0 < m < 1.0:
-        raise AdviseError(f"mean reward {m:.4g} must lie strictly inside (0, 1) to fit a Beta")
+        raise AdviseError(f"mean_reward {m:.4g} must lie strictly inside (0, 1) to fit a Beta")
+    low = float(theory.zero_variance_probability(m, G))
     if not low < z < 1.0:
         raise AdviseError(f"no Beta with mean {m:.4g} gives a zero-std fraction of {z:.4g} at "
                           f"G = {G} (possible range ({low:.4g}, 1))")
@@ -258,14 +356,21 @@ def _log_records(records: list, source: str, num_generations: int | None) -> Dif
         raise AdviseError(f"{source}: no logged step has frac_reward_zero_std")
     G = num_generations
     if G is None:
-        logged = {r.get("num_generations") for r in rows} - {None}
+        values = [r["num_generations"] for r in rows if r.get("num_generations") is not None]
+        bad = next((v for v in values if isinstance(v, bool) or not isinstance(v, (int, float))),
+                   None)
+        if bad is not None:
+            raise AdviseError(f"{source}: num_generations must be an integer, got {bad!r}")
+        logged = set(values)
         if len(logged) == 1:
             G = logged.pop()
     if G is None:
         raise AdviseError(f"{source}: a TRL log does not record num_generations; pass "
                           "--num-generations (the G the run used)")
-    if isinstance(G, bool) or not isinstance(G, (int, float)) or G != int(G) or G < 2:
-        raise AdviseError(f"num_generations must be an integer >= 2, got {G!r}")
+    if (isinstance(G, bool) or not isinstance(G, (int, float)) or not math.isfinite(G)
+            or G != int(G) or not 2 <= G <= MAX_GROUP_SIZE):
+        raise AdviseError(f"num_generations must be an integer in [2, {MAX_GROUP_SIZE}], got "
+                          f"{G!r}")
     G = int(G)
     window = rows[-LOG_WINDOW:]
     z_all = np.array([_number(_first(r, ZERO_STD_KEYS), "frac_reward_zero_std", source)
@@ -324,27 +429,49 @@ def _number(v, what: str, source: str) -> float:
         raise AdviseError(f"{source}: {what} must be a number, got {v!r}")
     try:
         x = float(v)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise AdviseError(f"{source}: {what} must be a number, got {v!r}") from None
     if not math.isfinite(x):
         raise AdviseError(f"{source}: {what} must be a finite number, got {v!r}")
     return x
 
 
-def _from_rows(rows: list[dict], source: str) -> Difficulty:
-    """Per-prompt records: a pass-rate field, or successes and trials."""
-    if not rows:
-        raise AdviseError(f"{source}: no per-prompt records")
-    keys = set().union(*(r.keys() for r in rows))
+def _numbers(values: list, what: str, source: str) -> np.ndarray:
+    """Numbers (JSON numbers, or numeric strings from a CSV) as one float array, converted
+    by numpy in one call; the first value that is not a finite number is named."""
+    if len(values) > MAX_PROMPTS:
+        raise AdviseError(f"{source}: {len(values)} prompts; at most {MAX_PROMPTS} fit (about "
+                          "1 GB of working memory): pass a sample of the prompts")
+    kinds = set(map(type, values))
+    arr = None
+    if kinds <= {int, float, str}:
+        try:
+            with np.errstate(over="ignore"):
+                arr = np.array(values, dtype=float)
+        except (ValueError, OverflowError):
+            arr = None
+    if arr is None or not np.isfinite(arr).all():
+        for v in values:  # the error path only: find the culprit and say what it is
+            _number(v, what, source)
+        raise AdviseError(f"{source}: {what} must be numbers")  # pragma: no cover
+    return arr
+
+
+def _from_columns(column, keys, source: str) -> Difficulty:
+    """Per-prompt records: a pass-rate column, or successes and trials. ``column(key)``
+    gives that column's values, one per prompt (None where a record lacks it)."""
     s_key = next((k for k in SUCCESS_KEYS if k in keys), None)
     n_key = next((k for k in TRIAL_KEYS if k in keys), None)
     if s_key and n_key:
-        k = np.array([_number(r.get(s_key), s_key, source) for r in rows])
-        n = np.array([_number(r.get(n_key), n_key, source) for r in rows])
+        k = _numbers(column(s_key), s_key, source)
+        n = _numbers(column(n_key), n_key, source)
         if (k != np.round(k)).any() or (n != np.round(n)).any():
             raise AdviseError(f"{source}: {s_key} and {n_key} must be whole numbers")
         if (n < 1).any():
             raise AdviseError(f"{source}: {n_key} must be >= 1 for every prompt")
+        if (n > MAX_COUNT).any():
+            raise AdviseError(f"{source}: {n_key} must be at most {MAX_COUNT:.0e} samples per "
+                              "prompt")
         if (k < 0).any() or (k > n).any():
             raise AdviseError(f"{source}: {s_key} must lie between 0 and {n_key}")
         return Difficulty("counts", source, successes=k.astype(np.int64),
@@ -357,13 +484,24 @@ def _from_rows(rows: list[dict], source: str) -> Difficulty:
         raise AdviseError(f"{source}: no pass-rate column; expected one of "
                           f"{', '.join(RATE_KEYS)} or {SUCCESS_KEYS[0]} + {TRIAL_KEYS[0]}, "
                           f"got {', '.join(sorted(map(str, keys)))}")
-    return _from_rates([r.get(r_key) for r in rows], source)
+    return _from_rates(column(r_key), source)
+
+
+def _from_rows(rows: list, source: str) -> Difficulty:
+    """Per-prompt records given as JSON objects."""
+    if not rows:
+        raise AdviseError(f"{source}: no per-prompt records")
+    bad = next((i for i, r in enumerate(rows) if not isinstance(r, dict)), None)
+    if bad is not None:
+        raise AdviseError(f"{source}: record {bad} is not an object, got {rows[bad]!r:.60}")
+    keys = set().union(*rows)
+    return _from_columns(lambda key: [r.get(key) for r in rows], keys, source)
 
 
 def _from_rates(values: list, source: str) -> Difficulty:
     if not values:
         raise AdviseError(f"{source}: no pass rates")
-    rates = np.array([_number(v, "pass rate", source) for v in values])
+    rates = _numbers(values, "pass rate", source)
     bad = rates[(rates < 0) | (rates > 1)]
     if bad.size:
         raise AdviseError(f"{source}: pass rates must lie in [0, 1], got {bad[0]:g}")
@@ -376,7 +514,7 @@ def _from_json(doc, source: str, num_generations: int | None) -> Difficulty:
     if isinstance(doc, dict) and isinstance(doc.get("log_history"), list):  # trainer_state.json
         return _log_records(doc["log_history"], source, num_generations)
     if isinstance(doc, dict) and isinstance(doc.get("records"), list):  # pass_rates.json
-        return _from_rows([r for r in doc["records"] if isinstance(r, dict)], source)
+        return _from_rows(doc["records"], source)
     if isinstance(doc, dict) and isinstance(doc.get("pass_rates"), list):
         return _from_rates(doc["pass_rates"], source)
     if isinstance(doc, dict) and _first(doc, ZERO_STD_KEYS) is not None:  # one logged step
@@ -391,21 +529,54 @@ def _from_json(doc, source: str, num_generations: int | None) -> Difficulty:
                       "{\"pass_rates\": [...]}, {\"records\": [...]} or a TRL trainer_state.json")
 
 
-def _from_csv(text: str, source: str) -> Difficulty:
-    rows = [r for r in csv.reader(io.StringIO(text)) if any(c.strip() for c in r)]
-    if not rows:
+def _split_csv(text: str) -> list[list[str]] | None:
+    """The columns of a plain CSV (no quotes, every row as wide as the first), first row
+    included, split in a few C-level passes; None for anything else (then the ``csv``
+    module reads it). A census of 10⁶ prompts splits in a fraction of a second, where
+    ``csv.reader`` plus a dict per row took seconds."""
+    if '"' in text or "\0" in text:
+        return None
+    lines = [ln for ln in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+             if ln.strip(" \t,")]
+    if not lines:
+        return []
+    width = lines[0].count(",") + 1
+    cells = ",".join(lines).split(",")
+    if len(cells) != width * len(lines):  # ragged rows
+        return None
+    return [cells[j::width] for j in range(width)]
+
+
+def _from_csv(text: str, path: Path, source: str) -> Difficulty:
+    columns = _split_csv(text)
+    if columns is None:
+        try:
+            rows = parse_csv(text, path, "a pass-rate CSV", remedy="")
+        except CorruptFileError as exc:
+            raise AdviseError(str(exc)) from None
+        rows = [r for r in rows if any(c.strip() for c in r)]
+        if rows and any(len(r) != len(rows[0]) for r in rows):  # ragged: a dict per row
+            header = [h.strip() for h in rows[0]]
+            records = [dict(zip(header, (c.strip() for c in r), strict=False)) for r in rows[1:]]
+            if not records:
+                raise AdviseError(f"{source}: a header but no data rows")
+            return _from_columns(lambda key: [r.get(key) for r in records], set(header),
+                                 source)
+        columns = [list(c) for c in zip(*rows, strict=True)]
+    if not columns or not columns[0]:
         raise AdviseError(f"{source}: empty file")
-    try:  # headerless: one pass rate per line
-        values = [float(r[0]) for r in rows]
-    except ValueError:
-        values = None
-    if values is not None and all(len(r) == 1 for r in rows):
-        return _from_rates(values, source)
-    header = [h.strip() for h in rows[0]]
-    records = [dict(zip(header, (c.strip() for c in r), strict=False)) for r in rows[1:]]
-    if not records:
+    first = [c[0].strip() for c in columns]
+    if len(columns) == 1:  # one column: pass rates, with or without a header
+        try:
+            float(first[0])
+        except ValueError:
+            pass
+        else:
+            return _from_rates(list(map(str.strip, columns[0])), source)
+    if len(columns[0]) < 2:
         raise AdviseError(f"{source}: a header but no data rows")
-    return _from_rows(records, source)
+    table = {h: c for h, c in zip(first, columns, strict=True)}
+    return _from_columns(lambda key: list(map(str.strip, table[key][1:])), set(first), source)
 
 
 def load_pass_rates(path, *, num_generations: int | None = None) -> Difficulty:
@@ -415,40 +586,52 @@ def load_pass_rates(path, *, num_generations: int | None = None) -> Difficulty:
     number per line), a JSON list of pass rates, ``{"pass_rates": [...]}``, the
     ``{"records": [...]}`` census of ``labs/results/smollm2-pass-rates/pass_rates.json``,
     or a TRL log (``trainer_state.json`` with ``log_history``, or JSON lines of logged
-    metrics) with ``frac_reward_zero_std``. Bad files raise :class:`AdviseError`.
+    metrics) with ``frac_reward_zero_std``. Bad files raise :class:`AdviseError`; the file
+    is read through :func:`grpolab._files.read_text` (a regular file of at most
+    :data:`MAX_INPUT_BYTES`, so ``/dev/zero`` or a FIFO is refused before a byte is read)
+    and its JSON is checked for depth, integer size and finite numbers.
     """
+    if not isinstance(path, (str, Path)) and not hasattr(path, "__fspath__"):
+        raise AdviseError(f"path must be a file path, got {path!r:.60}")
     path = Path(path)
     source = path.name
-    if not path.exists():
-        raise AdviseError(f"{path}: no such file")
-    if path.is_dir():
-        raise AdviseError(f"{path}: is a directory, not a file")
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a spreadsheet's CSV may start with a BOM
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AdviseError(f"{path}: cannot read ({exc.__class__.__name__})") from None
+        text = read_text(path, "a pass-rate file", max_bytes=MAX_INPUT_BYTES, remedy="")
+    except FileNotFoundError:
+        raise AdviseError(f"{path}: no such file") from None
+    except CorruptFileError as exc:
+        raise AdviseError(f"cannot read {path}: it {exc.problem}"
+                          + (f"; {exc.remedy}" if exc.remedy else "")) from None
+    except OSError as exc:
+        raise AdviseError(f"{path}: cannot read ({exc.strerror or exc.__class__.__name__})"
+                          ) from None
     if not text.strip():
         raise AdviseError(f"{source}: empty file")
-    stripped = text.lstrip()
-    if stripped[0] in "[{":
+    if text.lstrip()[0] in "[{":
         try:
-            return _from_json(json.loads(text), source, num_generations)
-        except json.JSONDecodeError:
-            pass
+            doc = parse_json(text, path, "a pass-rate file", remedy="")
+        except JSONSyntaxError:
+            pass  # perhaps JSON lines
+        except CorruptFileError as exc:
+            raise AdviseError(f"{source}: {exc.problem}") from None
+        else:
+            return _from_json(doc, source, num_generations)
         records = []
-        for i, line in enumerate(text.splitlines(), 1):
+        for i, line in enumerate(text.split("\n"), 1):
             if not line.strip():
                 continue
             try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
+                records.append(parse_json(line, path, "a pass-rate file", remedy=""))
+            except JSONSyntaxError:
                 raise AdviseError(f"{source}: line {i} is not valid JSON") from None
+            except CorruptFileError as exc:
+                raise AdviseError(f"{source}: line {i}: {exc.problem}") from None
         if all(isinstance(r, dict) for r in records):
             if any(_first(r, ZERO_STD_KEYS) is not None for r in records):
                 return _log_records(records, source, num_generations)
             return _from_rows(records, source)
         raise AdviseError(f"{source}: JSON lines must each hold one object")
-    return _from_csv(text, source)
+    return _from_csv(text, path, source)
 
 
 # --------------------------------------------------------------------------------------
@@ -490,6 +673,8 @@ def fit_noise_constants(rows: list[dict], source: str = "fit") -> NoiseConstants
 def load_noise(spec: str, regime: str | None = None) -> NoiseConstants:
     """``c1,c2,c3``; a JSON file ``{"c1": .., "c2": .., "c3": ..}``; or a sweep's
     ``gradient_noise.json`` (fitted with :func:`fit_noise_constants`; pick ``regime``)."""
+    if not isinstance(spec, str) or not spec:
+        raise AdviseError(f"--noise must be c1,c2,c3 or a file, got {spec!r}")
     parts = spec.split(",")
     if len(parts) == 3 and not Path(spec).exists():
         try:
@@ -501,9 +686,13 @@ def load_noise(spec: str, regime: str | None = None) -> NoiseConstants:
     if not path.is_file():
         raise AdviseError(f"--noise {spec}: neither c1,c2,c3 nor an existing file")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        raise AdviseError(f"{path.name}: not a JSON file of noise constants") from None
+        doc = read_json(path, "a JSON file of noise constants", expect=None, remedy="",
+                        max_bytes=64 * 2**20)
+    except CorruptFileError as exc:
+        raise AdviseError(f"{path.name}: not a JSON file of noise constants ({exc.problem})"
+                          ) from None
+    except OSError as exc:
+        raise AdviseError(f"{path.name}: cannot read ({exc.strerror})") from None
     if isinstance(doc, dict) and {"c1", "c2", "c3"} <= set(doc):
         c = [_number(doc[k], k, path.name) for k in ("c1", "c2", "c3")]
         return _checked_noise(NoiseConstants(*c, source=path.name))
@@ -539,37 +728,105 @@ def adaptive_allocation(rates, mean_G: int, *, min_G: int = 2, max_G: int = DEFA
     """Per-prompt group sizes that maximise the expected informative groups at a budget.
 
     Maximises Σ_j q(p_j, G_j), q = 1 − p^G − (1 − p)^G, subject to Σ_j G_j = M · mean_G and
-    min_G ≤ G_j ≤ max_G. The gain of one more sample, p^G(1 − p) + (1 − p)^G p, falls with
-    G (q is concave in G), so handing out samples one at a time to the largest gain is
-    optimal. Returns the integer array of G_j.
+    min_G ≤ G_j ≤ max_G (so min_G ≤ mean_G ≤ max_G, all integers). The gain of one more
+    sample, Δ_j(g) = p^g(1 − p) + (1 − p)^g p, falls with g (q is concave in G), so handing
+    out the K = M·(mean_G − min_G) extra samples one at a time to the largest gain (the
+    greedy allocation) is optimal, and it is the same as giving each prompt every increment
+    whose gain is among the K largest of all M·(max_G − min_G). That threshold is found
+    without a loop over samples (:func:`_top_gains`): the result is exact, Σ_j G_j is
+    exactly M · mean_G, and 10⁶ prompts take well under a second. Returns the int64 G_j.
 
     Derived in: book/capstone/01-choosing-g.md, "Step 4: which remedy" (Knapsack RL,
     arXiv 2509.25849, allocates rollouts per prompt in the same spirit).
     """
-    p = np.asarray(rates, dtype=float)
+    p = as_probability(rates, "rates").ravel()
+    if not 1 <= p.size <= MAX_PROMPTS:
+        raise ValueError(f"rates must hold 1 to {MAX_PROMPTS} pass rates, got {p.size}")
+    min_G = as_positive_int(min_G, "min_G", minimum=1, maximum=MAX_GROUP_SIZE)
+    max_G = as_positive_int(max_G, "max_G", minimum=min_G, maximum=MAX_GROUP_SIZE)
+    mean_G = as_positive_int(mean_G, "mean_G", minimum=min_G, maximum=max_G)
+    M, C = p.size, max_G - min_G
+    K = M * (mean_G - min_G)
+    if K == 0 or K == M * C:
+        return np.full(M, mean_G, dtype=np.int64)
+    return min_G + _top_gains(p, min_G, C, K)
+
+
+#: Most bracketed increments :func:`_top_gains` sorts at once (memory: 24 bytes each).
+_GATHER_LIMIT = 2**22
+
+
+def _top_gains(p: np.ndarray, min_G: int, C: int, K: int) -> np.ndarray:
+    """How many of the C increments g = min_G … min_G + C − 1 each prompt gets when the K
+    largest gains Δ_j(g) are taken (ties: lower prompt index first, then lower g).
+
+    Δ_j decreases in g, so the increments a prompt gets are always its first ones, and for a
+    threshold λ the number of its gains above λ, n_j(λ), is found by a vectorised binary
+    search over g. λ* (the K-th largest gain) is bracketed from a fixed sample of gains,
+    the bracket is checked with two exact counts (widened until it holds), and only the
+    increments inside it are gathered and sorted.
+    """
     M = p.size
-    total = M * int(mean_G)
-    if total < M * min_G:
-        raise ValueError("mean_G must be >= min_G")
-    G = np.full(M, min_G, dtype=np.int64)
+    with np.errstate(divide="ignore"):
+        lp, lq = np.log(p), np.log1p(-p)
 
-    def gain(j):
-        g = G[j]
-        return float(theory.informative_probability(p[j], g + 1)
-                     - theory.informative_probability(p[j], g))
+    def gain(rows, g):
+        a, b = (lp, lq) if rows is None else (lp[rows], lq[rows])
+        with np.errstate(invalid="ignore"):  # p ∈ {0, 1}: -inf + -inf, never a NaN (g ≥ 1)
+            return np.exp(g * a + b) + np.exp(g * b + a)
 
-    heap = [(-gain(j), j) for j in range(M)]
-    heapq.heapify(heap)
-    left = total - int(G.sum())
-    while left > 0 and heap:
-        _, j = heapq.heappop(heap)
-        if G[j] >= max_G:
-            continue
-        G[j] += 1
-        left -= 1
-        if G[j] < max_G:
-            heapq.heappush(heap, (-gain(j), j))
-    return G
+    def above(lam: float) -> np.ndarray:  # n_j(λ): gains above λ, per prompt
+        if lam >= 1.0:
+            return np.zeros(M, dtype=np.int64)
+        if lam < 0.0:
+            return np.full(M, C, dtype=np.int64)
+        lo, hi = np.zeros(M, dtype=np.int64), np.full(M, C, dtype=np.int64)
+        while (lo < hi).any():
+            mid = (lo + hi) // 2
+            big = gain(None, min_G + mid) > lam
+            open_ = lo < hi
+            lo = np.where(open_ & big, mid + 1, lo)
+            hi = np.where(open_ & ~big, mid, hi)
+        return lo
+
+    # A bracket λ_lo < λ* ≤ λ_hi from quantiles of a fixed random sample of all gains.
+    rng = np.random.default_rng(0)
+    S = int(min(M * C, 2**18))
+    sample = np.sort(gain(rng.integers(M, size=S), min_G + rng.integers(C, size=S)))[::-1]
+    frac = K / (M * C)
+    margin = 4.0 * math.sqrt(S * frac * (1 - frac)) + 4.0
+    i_hi, i_lo = int(frac * S - margin), int(frac * S + margin)
+    lam_hi = float(sample[i_hi]) if i_hi >= 0 else 1.0  # all gains are <= 1/2 ...
+    lam_lo = float(sample[i_lo]) if i_lo < S else -1.0  # ... and >= 0
+    if lam_hi == lam_lo:  # a block of equal gains (equal rates, p in {0, 1}): λ* is it
+        lam_lo = float(np.nextafter(lam_hi, -np.inf))
+    n_hi, n_lo = above(lam_hi), above(lam_lo)
+    while n_hi.sum() > K:  # widen only the side that fails
+        i_hi = int(i_hi - 4 * margin)
+        lam_hi = float(sample[i_hi]) if i_hi >= 0 else 1.0
+        n_hi, margin = above(lam_hi), 4 * margin
+    while np.maximum(n_lo, n_hi).sum() < K:
+        i_lo = int(i_lo + 4 * margin)
+        lam_lo = float(sample[i_lo]) if i_lo < S else -1.0
+        n_lo, margin = above(lam_lo), 4 * margin
+    n_lo = np.maximum(n_lo, n_hi)  # a binary search over rounding noise stays consistent
+    need = K - int(n_hi.sum())
+    widths = n_lo - n_hi
+    if widths.sum() > max(_GATHER_LIMIT, 4 * M):  # all tied at λ*: first prompts first
+        before = np.cumsum(widths) - widths
+        return n_hi + np.clip(need - before, 0, widths)
+    rows = np.repeat(np.arange(M), widths)
+    starts = np.cumsum(widths) - widths
+    g = min_G + n_hi[rows] + (np.arange(rows.size) - starts[rows])
+    values = gain(rows, g)
+    if need == 0:
+        return n_hi
+    # the need-th largest value, then everything above it and the first of its ties
+    cut = np.partition(values, values.size - need)[values.size - need]
+    take = values > cut
+    ties = np.flatnonzero(values == cut)[:need - int(take.sum())]  # in (j, g) order
+    take[ties] = True
+    return n_hi + np.bincount(rows[take], minlength=M)
 
 
 # --------------------------------------------------------------------------------------
@@ -596,10 +853,15 @@ class Advice:
 
 
 def candidate_group_sizes(max_G: int, budget: int) -> list[int]:
-    """Powers of two from 2 up to max_G (and max_G itself), with at least one prompt per step."""
-    top = min(int(max_G), int(budget))
+    """Powers of two from 2 up to max_G (and max_G itself), with at least one prompt per step.
+
+    Both are integers ≥ 2 (max_G ≤ :data:`~grpolab._validate.MAX_GROUP_SIZE`, budget ≤
+    :data:`MAX_BUDGET`), so the list is never empty."""
+    max_G = as_positive_int(max_G, "max_G", minimum=2, maximum=MAX_GROUP_SIZE)
+    budget = as_positive_int(budget, "budget", minimum=2, maximum=MAX_BUDGET)
+    top = min(max_G, budget)
     Gs = [2 ** i for i in range(1, 32) if 2 ** i <= top]
-    if top >= 2 and top not in Gs:
+    if top not in Gs:
         Gs.append(top)
     return Gs
 
@@ -654,13 +916,19 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
     5. what to monitor.
     """
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 2:
-        raise AdviseError(f"--budget must be an integer >= 2 (completions per step), got "
-                          f"{budget!r}")
+        raise AdviseError(f"budget (--budget) must be an integer >= 2 (completions per step), "
+                          f"got {budget!r:.60}")
     if isinstance(max_G, bool) or not isinstance(max_G, (int, np.integer)) or max_G < 2:
-        raise AdviseError(f"--max-G must be an integer >= 2, got {max_G!r}")
-    if max_G > theory.MAX_GROUP_SIZE or budget > 10**12:
-        raise AdviseError(f"--max-G must be <= {theory.MAX_GROUP_SIZE} and --budget <= 10**12, "
-                          f"got --max-G {max_G}, --budget {budget}")
+        raise AdviseError(f"max_G (--max-G) must be an integer >= 2, got {max_G!r:.60}")
+    if max_G > theory.MAX_GROUP_SIZE or budget > MAX_BUDGET:
+        raise AdviseError(f"max_G (--max-G) must be <= {theory.MAX_GROUP_SIZE} and budget "
+                          f"(--budget) <= 10**12, got --max-G {max_G}, --budget {budget}")
+    if not isinstance(d, Difficulty):
+        raise AdviseError(f"d must be a Difficulty (from load_pass_rates), got "
+                          f"{type(d).__name__}")
+    if noise is not None and not isinstance(noise, NoiseConstants):
+        raise AdviseError(f"noise must be NoiseConstants (from load_noise) or None, got "
+                          f"{type(noise).__name__}")
     budget, max_G = int(budget), int(max_G)
     Gs = candidate_group_sizes(max_G, budget)
     filt = d.filtered()
@@ -817,6 +1085,8 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
 
 def format_advice(a: Advice) -> str:
     """The table and the recommendation as plain text (what ``grpolab advise`` prints)."""
+    if not isinstance(a, Advice):
+        raise AdviseError(f"a must be an Advice (from advise()), got {type(a).__name__}")
     out = [f"grpolab advise: {a.source} ({a.kind}; "
            + (f"{a.prompts} prompts, " if a.prompts else "")
            + f"mean pass rate {a.mean_pass_rate:.3f}), budget N = {a.budget} completions per step"]

@@ -24,6 +24,7 @@ import numpy as np
 from grpolab._validate import (
     MAX_DRAWS,
     MAX_GROUP_SIZE,
+    ArgumentTypeError,
     as_choice,
     as_ddof,
     as_positive_int,
@@ -248,12 +249,14 @@ def _rewards_for(rewards, K: int) -> np.ndarray:
 
 def _policies(policies) -> list:
     if isinstance(policies, (str, bytes)) or not isinstance(policies, (list, tuple)):
-        raise TypeError(f"policies must be a list of (logits, rewards) pairs, got {policies!r}")
+        raise ArgumentTypeError(f"policies must be a list of (logits, rewards) pairs, got "
+                                f"{policies!r:.60}")
     if not policies:
         raise ValueError("policies must list at least one (logits, rewards) pair")
     for pair in policies:
         if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-            raise TypeError(f"policies must be a list of (logits, rewards) pairs, got {pair!r}")
+            raise ArgumentTypeError(f"policies must be a list of (logits, rewards) pairs, got "
+                                    f"{pair!r:.60}")
     return list(policies)
 
 

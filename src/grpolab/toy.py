@@ -42,7 +42,16 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from grpolab import theory
-from grpolab._validate import as_positive_int
+from grpolab._validate import (
+    MAX_DRAWS,
+    ArgumentTypeError,
+    as_flag,
+    as_integer_array,
+    as_positive_int,
+    as_probability_scalar,
+    as_real_array,
+    as_real_scalar,
+)
 from grpolab.advantages import group_advantages
 
 __all__ = [
@@ -80,6 +89,13 @@ ADAM_EPS = 1e-8
 ADV_EPS = 1e-4  # TRL's epsilon in (r − mean) / (std + eps)
 
 _M32 = np.uint32(0xFFFFFFFF)
+#: Beta parameters :func:`beta_quantile` accepts: its continued fraction is accurate to
+#: 1e-12 there (at a = b = 1e8 it is off by 2e-5).
+BETA_QUANTILE_RANGE = (1e-4, 1e5)
+#: Most prompts :func:`beta_dataset` builds (each is 100 bisection steps in Python).
+MAX_DATASET_PROMPTS = 4096
+#: Largest G the exact gradient MSE sums over (it builds (G + 1) × G tables).
+MAX_EXACT_G = 2048
 
 
 # ----------------------------------------------------------------------------------------
@@ -99,15 +115,40 @@ def _seed_keys(seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return _mix32(s), _mix32(s ^ np.uint32(0x9E3779B9))
 
 
+def _uint32s(x, name: str) -> np.ndarray:
+    """Integers in [0, 2³² − 1] as uint32; a float, a bool or an out-of-range value is refused
+    (never truncated or wrapped)."""
+    try:
+        arr = np.asarray(x)
+    except (ValueError, TypeError):  # ragged nesting: as_integer_array names it
+        arr = np.asarray(None)
+    if arr.dtype.kind in "iu" and arr.size:  # the fast path train() takes every step
+        if int(arr.min()) < 0 or int(arr.max()) > 0xFFFFFFFF:
+            raise ValueError(f"{name} must be integers in [0, 2**32 - 1], got "
+                             f"{int(arr.min()) if int(arr.min()) < 0 else int(arr.max())}")
+        return arr.astype(np.uint32)
+    if arr.dtype.kind == "f":
+        raise ArgumentTypeError(f"{name} must be integers in [0, 2**32 - 1], not floats "
+                                f"(a float would be truncated), got {x!r:.60}")
+    return as_integer_array(x, name, minimum=0, maximum=0xFFFFFFFF).astype(np.uint32)
+
+
 def uniforms(seeds, counters) -> np.ndarray:
     """Uniform [0, 1) floats u(seed, n) = H(H(n ⊕ k₁) ⊕ k₂) / 2³², shape (seeds, counters).
 
     H is mulberry32's mixer, k₁ = H(seed), k₂ = H(seed ⊕ 0x9E3779B9). A pure function of
     (seed, n): a step's draws for every seed are one vectorised call, and a nonlinear
     two-key hash keeps different seeds from running along shifted copies of one stream.
+    Seeds and counters are integers in [0, 2³² − 1] (scalars or 1-D), at most
+    :data:`~grpolab._validate.MAX_DRAWS` numbers in all.
     """
-    k1, k2 = _seed_keys(np.atleast_1d(seeds))
-    n = np.asarray(counters, dtype=np.uint32)
+    s = np.atleast_1d(_uint32s(seeds, "seeds"))
+    n = np.atleast_1d(_uint32s(counters, "counters"))
+    if s.ndim != 1 or n.ndim != 1:
+        raise ValueError(f"seeds and counters must be 1-D, got shapes {s.shape} and {n.shape}")
+    if s.size * n.size > MAX_DRAWS:
+        raise ValueError(f"seeds × counters: {s.size} × {n.size} numbers exceed {MAX_DRAWS:.0e}")
+    k1, k2 = _seed_keys(s)
     h = _mix32(_mix32(n[None, :] ^ k1[:, None]) ^ k2[:, None])
     return h.astype(np.float64) / 4294967296.0
 
@@ -123,11 +164,15 @@ class Dataset:
     name: str = "dataset"
 
     def __post_init__(self):
-        p = np.asarray(self.pass_rates, dtype=float)
+        p = as_real_array(self.pass_rates, "pass_rates", expected="a list of pass rates")
+        bad = ~((p >= 0) & (p <= 1))  # NaN fails both
+        if bad.any():
+            raise ValueError(f"pass_rates: pass rates must lie in [0, 1], got "
+                             f"{float(p[bad].ravel()[0])!r}")
         if p.ndim != 1 or p.size == 0:
-            raise ValueError("a dataset needs a 1-D list of at least one pass rate")
-        if not np.isfinite(p).all() or (p < 0).any() or (p > 1).any():
-            raise ValueError("pass rates must lie in [0, 1]")
+            raise ValueError("pass_rates: a dataset needs a 1-D list of at least one pass rate")
+        if not isinstance(self.name, str):
+            raise ArgumentTypeError(f"name must be a string, got {self.name!r:.60}")
         object.__setattr__(self, "pass_rates", np.clip(p, P_FLOOR, 1 - P_FLOOR))
 
     @property
@@ -182,7 +227,12 @@ def _betainc(a: float, b: float, x: float) -> float:
 
 
 def beta_quantile(q: float, a: float, b: float) -> float:
-    """The q-quantile of Beta(a, b), by 100 bisection steps on I_x(a, b) (same code in JS)."""
+    """The q-quantile of Beta(a, b), by 100 bisection steps on I_x(a, b) (same code in JS).
+
+    q is a probability; a and b lie in :data:`BETA_QUANTILE_RANGE`, where the result is
+    accurate to 1e-12."""
+    q = as_probability_scalar(q, "q")
+    a, b = (as_real_scalar(v, n, *BETA_QUANTILE_RANGE) for v, n in ((a, "a"), (b, "b")))
     lo, hi = 0.0, 1.0
     for _ in range(100):
         mid = 0.5 * (lo + hi)
@@ -199,9 +249,10 @@ def beta_dataset(a: float, b: float, n_prompts: int = 64) -> Dataset:
     Quantiles, not draws: the dataset is the prior itself, the same for every seed.
     """
     for v, name in ((a, "a"), (b, "b")):
-        if not (isinstance(v, (int, float)) and math.isfinite(v) and 0.05 <= v <= 100):
+        if (isinstance(v, bool) or not isinstance(v, (int, float))
+                or not 0.05 <= v <= 100):  # NaN fails the range; a huge int never converts
             raise ValueError(f"Beta parameter {name} must be a number in [0.05, 100], got {v!r}")
-    n = as_positive_int(n_prompts, "n_prompts")
+    n = as_positive_int(n_prompts, "n_prompts", maximum=MAX_DATASET_PROMPTS)
     p = [beta_quantile((j + 0.5) / n, float(a), float(b)) for j in range(n)]
     return Dataset(np.array(p), name=f"Beta({a:g}, {b:g})")
 
@@ -211,9 +262,14 @@ def empirical_dataset(successes, samples, name: str = "measured") -> Dataset:
 
     A prompt never solved in n samples is hard, not impossible: k = 0 gives 1/(2n + 2).
     """
-    k = np.asarray(successes, dtype=float)
-    n = np.broadcast_to(np.asarray(samples, dtype=float), k.shape)
-    if k.ndim != 1 or k.size == 0 or (k < 0).any() or (k > n).any() or (n < 1).any():
+    k = as_integer_array(successes, "successes", minimum=0, maximum=10**15).astype(float)
+    n = as_integer_array(samples, "samples", minimum=1, maximum=10**15).astype(float)
+    try:
+        n = np.broadcast_to(n, k.shape)
+    except ValueError:
+        raise ValueError(f"samples must be one count or one per prompt, got shape {n.shape} "
+                         f"for {k.shape} successes") from None
+    if k.ndim != 1 or k.size == 0 or (k > n).any():
         raise ValueError("successes must be a 1-D list with 0 <= k <= samples, samples >= 1")
     return Dataset((k + 0.5) / (n + 1.0), name=name)
 
@@ -266,25 +322,36 @@ class ToyConfig:
     transfer: float = 0.25
 
     def __post_init__(self):
-        as_positive_int(self.num_generations, "num_generations", minimum=2)
-        as_positive_int(self.budget, "budget")
-        as_positive_int(self.prompts_per_step, "prompts_per_step")
-        as_positive_int(self.steps, "steps")
-        as_positive_int(self.max_batches, "max_batches")
+        # Counts are stored as ints (8.0 becomes 8; 8.5 is refused), so nothing downstream
+        # truncates a float; each range is what the toy can compute without overflowing.
+        ints = (("num_generations", 2, 10**6), ("budget", 1, 10**12),
+                ("prompts_per_step", 1, 10**9), ("steps", 1, 10**6), ("max_batches", 1, 10**4))
+        for name, lo, hi in ints:
+            object.__setattr__(self, name, as_positive_int(getattr(self, name), name,
+                                                           minimum=lo, maximum=hi))
         for name, allowed in (("mode", MODES), ("optimizer", OPTIMIZERS),
                               ("scale_rewards", SCALES), ("baseline", BASELINES),
                               ("loss_type", LOSS_TYPES)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        for name, lo in (("learning_rate", 0.0), ("temperature", 0.0), ("wrong_length", 0.0)):
+        reals = (("learning_rate", 0.0, 1e3), ("temperature", 1e-3, 1e3),
+                 ("wrong_length", 0.0, 1e6))
+        for name, lo, hi in reals:
             v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > lo):
-                raise ValueError(f"{name} must be a finite number > {lo:g}, got {v!r}")
-        if not (isinstance(self.beta, (int, float)) and math.isfinite(self.beta)
-                and self.beta >= 0):
-            raise ValueError(f"beta must be a finite number >= 0, got {self.beta!r}")
-        if not (isinstance(self.transfer, (int, float)) and 0.0 <= self.transfer <= 1.0):
+            if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                    or not lo < v <= hi):
+                raise ValueError(f"{name} must be a finite number > {lo:g} and <= {hi:g}, got "
+                                 f"{v!r}")
+        object.__setattr__(self, "beta", as_real_scalar(self.beta, "beta", maximum=1e6))
+        if isinstance(self.transfer, bool):
             raise ValueError(f"transfer must be a number in [0, 1], got {self.transfer!r}")
+        object.__setattr__(self, "transfer", as_probability_scalar(self.transfer, "transfer"))
+        object.__setattr__(self, "dynamic_sampling",
+                           as_flag(self.dynamic_sampling, "dynamic_sampling"))
+        for name in ("filter_low", "filter_high"):
+            if isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be a number in [0, 1], got {getattr(self, name)!r}")
+            object.__setattr__(self, name, as_probability_scalar(getattr(self, name), name))
         if not 0.0 <= self.filter_low <= self.filter_high <= 1.0:
             raise ValueError("difficulty filter needs 0 <= filter_low <= filter_high <= 1, "
                              f"got [{self.filter_low!r}, {self.filter_high!r}]")
@@ -329,9 +396,12 @@ class ToyResult:
 
 
 def _check_seeds(seeds) -> np.ndarray:
-    s = np.atleast_1d(np.asarray(seeds))
+    try:
+        s = np.atleast_1d(np.asarray(seeds))
+    except (ValueError, TypeError):  # ragged nesting and the like
+        raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r:.60}") from None
     if s.ndim != 1 or s.size == 0 or not np.issubdtype(s.dtype, np.integer):
-        raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r}")
+        raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r:.60}")
     if (s < 0).any() or (s > 0xFFFFFFFF).any():
         raise ValueError("seeds must lie in [0, 2**32 - 1]")
     return s.astype(np.int64)
@@ -366,7 +436,17 @@ def _loss_weights(y: np.ndarray, cfg: ToyConfig) -> np.ndarray:
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-z))
+    with np.errstate(over="ignore"):  # exp(-z) = inf for z << 0 gives exactly 0, as in JS
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+def _check_types(dataset, config) -> None:
+    if not isinstance(dataset, Dataset):
+        raise ArgumentTypeError(f"dataset must be a grpolab.toy.Dataset (beta_dataset, "
+                                f"empirical_dataset), got {type(dataset).__name__}")
+    if not isinstance(config, ToyConfig):
+        raise ArgumentTypeError(f"config must be a grpolab.toy.ToyConfig, got "
+                                f"{type(config).__name__}")
 
 
 def train(dataset: Dataset, config: ToyConfig, seeds=range(50)) -> ToyResult:
@@ -377,11 +457,20 @@ def train(dataset: Dataset, config: ToyConfig, seeds=range(50)) -> ToyResult:
 
     Derived in: book/labs/04-playground.md ("The toy policy").
     """
+    _check_types(dataset, config)
     cfg = config
     seeds = _check_seeds(list(seeds) if isinstance(seeds, range) else seeds)
     S, N = seeds.size, dataset.pass_rates.size
     G, B, T = cfg.num_generations, cfg.prompts, cfg.temperature
     M = cfg.max_batches if cfg.dynamic_sampling else 1
+    if B < 1:
+        raise ValueError(f"budget {cfg.budget} leaves no prompt per step at G = {G}")
+    per_step = S * M * B * (G + 1)  # random numbers one step draws
+    kept = S * (cfg.steps + 1) * (len(BUCKET_LABELS) + 4) + S * (N + 1) * 3
+    if per_step > MAX_DRAWS or kept > MAX_DRAWS:
+        raise ValueError(f"seeds × batches × prompts × G: {per_step:.3g} draws per step and "
+                         f"{kept:.3g} numbers kept exceed {MAX_DRAWS:.0e} (memory); lower the "
+                         "seeds, steps, budget or G")
     bias = dataset.logits
     eligible = np.flatnonzero((dataset.pass_rates >= cfg.filter_low)
                               & (dataset.pass_rates <= cfg.filter_high))
@@ -460,6 +549,9 @@ def train(dataset: Dataset, config: ToyConfig, seeds=range(50)) -> ToyResult:
             theta = theta + cfg.learning_rate * m_hat / (np.sqrt(v_hat) + ADAM_EPS)
     z = cfg.transfer * theta[:, :1] + theta[:, 1:] + bias[None, :]
     record(cfg.steps, _sigmoid(z / T))
+    if not (np.isfinite(theta).all() and np.isfinite(pass_rate).all()):
+        raise ValueError(f"learning_rate {cfg.learning_rate:g}: the toy run diverged (its "
+                         "parameters overflowed); lower learning_rate")
     return ToyResult(cfg, seeds, pass_rate, completions, zero_var_obs, zero_var_pred, bucket_rate,
                      theta)
 
@@ -477,7 +569,7 @@ def t_critical_975(df: int) -> float:
     Exact table for df ≤ 10, then the Cornish–Fisher expansion around z = 1.959964
     (error < 1.2e-4 for df ≥ 11); the page's JS uses the same table and formula.
     """
-    df = as_positive_int(df, "df")
+    df = as_positive_int(df, "df", maximum=10**15)  # beyond, t is z to 16 digits anyway
     if df <= len(_T975):
         return _T975[df - 1]
     z = 1.959963985
@@ -486,11 +578,16 @@ def t_critical_975(df: int) -> float:
 
 
 def summarize(values: np.ndarray) -> dict:
-    """Mean over seeds (axis 0) and its 95% t-interval half-width; needs ≥ 2 seeds."""
-    x = np.asarray(values, dtype=float)
+    """Mean over seeds (axis 0) and its 95% t-interval half-width; needs ≥ 2 seeds of
+    finite values (a NaN would give NaN bounds, so it is refused)."""
+    x = as_real_array(values, "values", expected="an array of finite numbers, seeds first")
+    if x.ndim == 0 or x.shape[0] < 2:
+        raise ValueError("values: a confidence band needs at least 2 seeds (axis 0)")
+    if not np.isfinite(x).all():
+        raise ValueError("values must be finite numbers (found NaN or inf)")
+    if (np.abs(x) > 1e150).any():  # the std squares them
+        raise ValueError("values must be at most 1e150 in size")
     S = x.shape[0]
-    if S < 2:
-        raise ValueError("a confidence band needs at least 2 seeds")
     mean = x.mean(axis=0)
     half = t_critical_975(S - 1) * x.std(axis=0, ddof=1) / math.sqrt(S)
     return {"mean": mean, "low": mean - half, "high": mean + half, "half_width": half}
@@ -519,6 +616,8 @@ def _one_step_gradients(dataset: Dataset, cfg: ToyConfig, seeds: np.ndarray) -> 
 
 
 def _plain(cfg: ToyConfig, B: int, G: int) -> ToyConfig:
+    B = as_positive_int(B, "B", maximum=10**9)
+    G = as_positive_int(G, "G", minimum=2, maximum=10**6)
     return replace(cfg, mode="prompts", prompts_per_step=B, num_generations=G,
                    dynamic_sampling=False, budget=max(cfg.budget, G))
 
@@ -531,7 +630,14 @@ def measure_gradient_mse(dataset: Dataset, config: ToyConfig, B: int, G: int,
     ``baseline="leave_one_out"`` and ``scale_rewards="none"`` it is ∇ of the mean pass rate
     itself, so the MSE is the error of the gradient estimate. Returns the MSE and its SE.
     """
+    _check_types(dataset, config)
+    n_draws = as_positive_int(n_draws, "n_draws", minimum=2, maximum=10**7)
+    seed_offset = as_positive_int(seed_offset, "seed_offset", minimum=0,
+                                  maximum=2**32 - 1 - n_draws)
     cfg = _plain(config, B, G)
+    if n_draws * (cfg.prompts_per_step * (G + 1) + dataset.pass_rates.size + 1) > MAX_DRAWS:
+        raise ValueError(f"n_draws × (B·(G + 1) + prompts): {n_draws} draws of this size exceed "
+                         f"{MAX_DRAWS:.0e} numbers (memory); lower n_draws")
     seeds = np.arange(seed_offset, seed_offset + n_draws)
     grads = _one_step_gradients(dataset, cfg, seeds)
     mean = exact_gradient_mse(dataset, cfg, B, G)["mean"]
@@ -558,7 +664,13 @@ def exact_gradient_mse(dataset: Dataset, config: ToyConfig, B: int, G: int) -> d
     uniformly with replacement, so MSE(B, G) = h(G)/B exactly, with
     h = α² Var_j,k(g) [θ_shared] + Σⱼ (E[g²|j]/N − E[g|j]²/N²) [θⱼ].
     """
+    _check_types(dataset, config)
     cfg = _plain(config, B, G)
+    G = cfg.num_generations
+    if G > MAX_EXACT_G or dataset.pass_rates.size * (G + 1) > MAX_DRAWS // 8:
+        raise ValueError(f"G = {G}: the exact MSE builds (G + 1) × G and prompts × (G + 1) "
+                         f"tables; G <= {MAX_EXACT_G} and prompts × (G + 1) <= "
+                         f"{MAX_DRAWS // 8:.0e} fit")
     if cfg.scale_rewards == "batch" or cfg.loss_type == "dapo":
         raise ValueError("the exact MSE needs groups that do not interact: scale_rewards "
                          "'group' or 'none' and loss_type 'grpo' or 'dr_grpo'")
@@ -634,6 +746,9 @@ def unbiased_config(config: ToyConfig) -> ToyConfig:
     depend on G. GRPO's mean baseline shrinks the mean by (G − 1)/G and its std scaling
     grows it with G, so G* is defined on this estimator (= G/(G − 1) × Dr. GRPO's).
     """
+    if not isinstance(config, ToyConfig):
+        raise ArgumentTypeError(f"config must be a grpolab.toy.ToyConfig, got "
+                                f"{type(config).__name__}")
     return replace(config, baseline="leave_one_out", scale_rewards="none", loss_type="grpo",
                    wrong_length=1.0)
 
@@ -666,9 +781,14 @@ def fixed_budget_sweep(dataset: Dataset, config: ToyConfig, Gs, seeds=range(200)
 
     Derived in: book/labs/04-playground.md ("Where G* falls").
     """
+    _check_types(dataset, config)
     if config.mode != "budget":
-        raise ValueError("fixed_budget_sweep needs mode='budget'")
-    Gs = [as_positive_int(G, "G", minimum=2) for G in Gs]
+        raise ValueError("config: fixed_budget_sweep needs mode='budget'")
+    if isinstance(Gs, (str, bytes)) or not hasattr(Gs, "__iter__"):
+        raise ArgumentTypeError(f"Gs must be a list of group sizes, got {Gs!r:.60}")
+    Gs = [as_positive_int(G, "Gs", minimum=2, maximum=config.budget) for G in Gs]
+    if not Gs:
+        raise ValueError("Gs must list at least one group size")
     bad = [G for G in Gs if config.budget % G]
     if bad:
         raise ValueError(f"budget {config.budget} is not a multiple of G = {bad}: the runs "

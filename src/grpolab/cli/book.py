@@ -33,6 +33,11 @@ def run(args: argparse.Namespace) -> int:
     if args.book is not None and not os.path.isdir(args.book):
         raise ValueError(f"--book {args.book} is not a folder (it must hold the book's "
                          "_config.yml)")
+    env_book = os.environ.get("GRPOLAB_BOOK_DIR")
+    if args.book is None and env_book and not os.path.isfile(os.path.join(env_book,
+                                                                          "_config.yml")):
+        raise ValueError(f"GRPOLAB_BOOK_DIR={env_book}: not a book folder (no _config.yml "
+                         "there); point it at the book/ folder of a checkout, or unset it")
     check_out_dir(args.out)
     start = time.perf_counter()
     try:

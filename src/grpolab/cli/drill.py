@@ -48,10 +48,10 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _lines(stream):
-    for line in stream:
+def _lines(lines):
+    for line in lines:
         if not line.lstrip().startswith("#"):
-            yield line.rstrip("\n")
+            yield line
 
 
 def _prompts():
@@ -64,7 +64,6 @@ def _prompts():
 
 
 def run(args: argparse.Namespace) -> int:
-    from grpolab.drill.interview import plan, run_interview
     from grpolab.drill.progress import Progress, ProgressError, default_path
     from grpolab.drill.rubrics import load
 
@@ -81,11 +80,19 @@ def run(args: argparse.Namespace) -> int:
     if args.chain is not None and args.chain not in {c.id for c in rubrics.chains}:
         raise CLIError(f"--chain {args.chain!r} is not a chain; choose from "
                        f"{', '.join(c.id for c in rubrics.chains)}")
-    path = None if args.no_progress else (args.progress or default_path())
     try:
-        progress = Progress.load(path)
+        path = None if args.no_progress else (args.progress or default_path())
+        # The lock comes before any other work: a second drill on this file stops here.
+        with Progress.session(path) as progress:
+            return _session(args, rubrics, progress, path)
     except ProgressError as exc:
         raise CLIError(str(exc)) from None
+
+
+def _session(args, rubrics, progress, path) -> int:
+    from grpolab._files import read_lines
+    from grpolab.drill.interview import plan, run_interview
+
     steps = plan(rubrics, progress, chain=args.chain, max_items=args.n,
                  review_all=args.review_all)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
@@ -96,20 +103,23 @@ def run(args: argparse.Namespace) -> int:
             handle = open(args.answers, encoding="utf-8")  # noqa: SIM115 - closed below
         except OSError as exc:
             raise CLIError(f"--answers: cannot read {args.answers!r}: {exc.strerror}") from None
-        answers, interactive = _lines(handle), False
+        answers = _lines(read_lines(handle, args.answers, "an answers file"))
+        interactive = False
     elif args.answers == "-" or not sys.stdin.isatty():
-        answers, interactive = _lines(sys.stdin), False
+        answers, interactive = _lines(read_lines(sys.stdin, "stdin", "answers")), False
     else:
         answers, interactive = _prompts(), True
 
     saved = f"progress: {path}" if path else "progress: not saved (--no-progress)"
     print(f"grpolab drill: {len(steps)} item(s), seed {seed}; {saved}"
-          + ("\n(q = quit, Ctrl-C = stop with the partial score)" if interactive else ""))
+          + ("\n(q = quit, Ctrl-C = stop with the partial score)" if interactive else ""),
+          flush=True)
     try:
         result = run_interview(steps, rubrics, answers, sys.stdout, interactive=interactive,
                                progress=progress, seed=seed)
-    except OSError as exc:
-        raise CLIError(f"cannot write the progress file {path}: {exc.strerror}") from None
+    except OSError as exc:  # a full disk, a folder made read-only: the last good file stays
+        raise CLIError(f"cannot save the progress file {path} ({exc.strerror or exc}); it "
+                       "still holds every answer saved before this item") from None
     finally:
         if handle is not None:
             handle.close()

@@ -36,11 +36,14 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _lines(stream):
-    """Answer lines from a file or pipe, skipping # comments."""
-    for line in stream:
+def _lines(stream, name: str):
+    """Answer lines from a file or pipe, skipping # comments; each line is bounded
+    (:func:`grpolab._files.read_lines`), so ``--answers /dev/zero`` is one error line."""
+    from grpolab._files import read_lines
+
+    for line in read_lines(stream, name, "an answers file"):
         if not line.lstrip().startswith("#"):
-            yield line.rstrip("\n")
+            yield line
 
 
 def _prompts():
@@ -75,9 +78,9 @@ def run(args: argparse.Namespace) -> int:
             handle = open(args.answers, encoding="utf-8")  # noqa: SIM115 - closed below
         except OSError as exc:
             raise ValueError(f"--answers: cannot read {args.answers!r}: {exc.strerror}") from None
-        answers, interactive = _lines(handle), False
+        answers, interactive = _lines(handle, args.answers), False
     elif args.answers == "-" or not sys.stdin.isatty():
-        answers, interactive = _lines(sys.stdin), False
+        answers, interactive = _lines(sys.stdin, "stdin"), False
     else:
         answers, interactive = _prompts(), True
 

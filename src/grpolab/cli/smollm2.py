@@ -11,8 +11,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 
-__all__ = ["register", "run_prepare"]
+__all__ = ["register", "run_prepare", "usable_cores"]
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def register(sub) -> None:
@@ -40,6 +49,11 @@ def run_prepare(args: argparse.Namespace) -> int:
 
     if args.threads < 1:
         raise CLIError(f"--threads must be >= 1, got {args.threads}")
+    cores = usable_cores()
+    if args.threads > cores:  # 10⁵ threads exhaust the user's process limit, then segfault
+        print(f"note: --threads {args.threads} is more than the {cores} CPU cores this process "
+              f"may use; using {cores}", file=sys.stderr)
+        args.threads = cores
     if args.json and not args.time_loads:
         raise CLIError("--json needs --time-loads")
     import torch

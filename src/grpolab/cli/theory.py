@@ -9,6 +9,9 @@ import numpy as np
 
 from grpolab._validate import MAX_GROUP_SIZE
 
+#: Most (p, G) rows one table prints: a screenful is tens; 10⁵ rows is already 15 MB of text.
+MAX_ROWS = 100_000
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -54,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
     from grpolab._validate import as_group_size, as_probability
 
     # Checked here, under the flags' names, before anything is computed or printed.
+    if len(args.p) * len(args.G) > MAX_ROWS:
+        raise ValueError(f"--p × --G: {len(args.p)} × {len(args.G)} = "
+                         f"{len(args.p) * len(args.G)} rows; at most {MAX_ROWS} fit in one "
+                         "table, so pass fewer values")
     as_probability(args.p, "--p")
     as_group_size(args.G, "--G")
     records = rows(args.p, args.G)

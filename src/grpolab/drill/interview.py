@@ -100,7 +100,8 @@ def parse_ticks(text: str, n: int) -> list[int]:
         return list(range(1, n + 1))
     out = []
     for tok in s.split():
-        if not tok.isdigit() or not 1 <= int(tok) <= n:
+        # isascii: "²" is a digit to str.isdigit; the length bound keeps int() cheap
+        if not (tok.isascii() and tok.isdigit() and len(tok) <= 6) or not 1 <= int(tok) <= n:
             raise ValueError(f"tick the points by number, 1 to {n} (e.g. '1 3'), 'a' for all "
                              f"or nothing for none; got {tok!r}")
         out.append(int(tok))

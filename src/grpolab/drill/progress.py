@@ -6,30 +6,66 @@ item in box b is due again 2^(b−1) sessions after it was last asked, so missed
 back every session and well-known ones rarely.
 
 The file lives under the user's data directory (``$XDG_DATA_HOME/grpolab/`` or
-``~/.local/share/grpolab/``) unless a path is given. It is written atomically after each
-answered item (a temporary file in the same folder, fsync, then ``os.replace``), so killing
-the drill at any moment leaves either the previous or the new complete file. A file that is
-not valid JSON, or is JSON of another kind, raises :class:`ProgressError` (one line) and is
-never overwritten.
+``~/.local/share/grpolab/``) unless a path is given. A session holds it exclusively
+(:meth:`Progress.session`: an ``flock`` on a lock file beside it, opened without following
+symlinks, :mod:`grpolab._locks`), so a second drill on the same file stops at once with a
+one-line error naming the first one's pid instead of overwriting its answers. Why refuse
+rather than merge: a session plans its items from the file as it was when it started, so
+two interleaved sessions would ask the same items, count two sessions as one and decide
+boxes from stale state; there is no merge that keeps the Leitner schedule right.
+
+The file is written atomically after each answered item (a temporary file in the same
+folder, fsync, then ``os.replace``: :func:`grpolab._files.write_atomic`), so killing the
+drill at any moment, or a full disk, leaves either the previous or the new complete file.
+It is read through the checked reader (:func:`grpolab._files.read_json`: a regular file of
+at most :data:`MAX_BYTES`, bounded depth and integers) and checked against
+:data:`SCHEMA`; a file that is not a valid progress file raises :class:`ProgressError`
+(one line naming the file and the field) and is never overwritten.
 
 Derived in: book/interview/04-one-page-sheet.md (what the drill reviews).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-__all__ = ["BOXES", "FORMAT", "Progress", "ProgressError", "default_path"]
+from grpolab._files import CorruptFileError, Field, check, env_folder, read_json, write_atomic
+from grpolab._locks import LOCK_NAME, exclusive_lock
+
+__all__ = ["BOXES", "FORMAT", "MAX_BYTES", "SCHEMA", "Progress", "ProgressError",
+           "default_path"]
 
 FORMAT = "grpolab-drill-progress"
 VERSION = 1
 BOXES = 5
 FILE_NAME = "drill-progress.json"
+#: Largest progress file read (a file of every item, asked a million times, is ~100 KiB).
+MAX_BYTES = 16 * 2**20
+#: Most sessions and items a progress file may record.
+MAX_SESSIONS = 10**9
+MAX_ITEMS = 100_000
+
+#: What a progress file must hold; unknown fields are refused with the nearest known one.
+SCHEMA = Field("object", fields={
+    "format": Field("str", choices=(FORMAT,)),
+    "version": Field("int", choices=(VERSION,)),
+    "sessions": Field("int", 0, MAX_SESSIONS),
+    "items": Field("map", max_items=MAX_ITEMS, items=Field("object", fields={
+        "box": Field("int", 1, BOXES),
+        "asked": Field("int", 0, MAX_SESSIONS, required=False),
+        "passed": Field("int", 0, MAX_SESSIONS, required=False),
+        "last_passed": Field("bool", required=False),
+        "last_score": Field("real", 0, 1, required=False),
+        "last_session": Field("int", 0, MAX_SESSIONS, required=False),
+        "last_seen": Field("str", required=False, max_items=64),
+    })),
+})
+_HINT = "it was left untouched; fix or remove it, or choose another with --progress"
 
 
 class ProgressError(ValueError):
@@ -37,10 +73,16 @@ class ProgressError(ValueError):
 
 
 def default_path() -> Path:
-    """``$XDG_DATA_HOME/grpolab/drill-progress.json``, else ``~/.local/share/grpolab/...``."""
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local",
-                                                            "share")
+    """``$XDG_DATA_HOME/grpolab/drill-progress.json``, else ``~/.local/share/grpolab/...``.
+
+    An ``XDG_DATA_HOME`` that names a file is refused naming the variable."""
+    base = env_folder("XDG_DATA_HOME") or Path(os.path.expanduser("~")) / ".local" / "share"
     return Path(base) / "grpolab" / FILE_NAME
+
+
+def _lock_name(path: Path) -> str:
+    """The lock file beside a progress file: ``.grpolab.lock.<name>``."""
+    return f"{LOCK_NAME}.{path.name}"
 
 
 @dataclass
@@ -57,44 +99,67 @@ class Progress:
         """Read ``path`` (None: an in-memory progress that is never saved).
 
         A missing file is a fresh start. Anything else that is not a progress file of this
-        format raises :class:`ProgressError` and the file is not touched.
+        format raises :class:`ProgressError` naming the file and the field, and the file
+        is not touched. Reading does not lock: :meth:`session` does.
         """
         if path is None:
             return cls(None)
+        p = Path(path)
+        try:
+            doc = read_json(p, "a grpolab drill progress file", expect=None, remedy=_HINT,
+                            max_bytes=MAX_BYTES)
+        except FileNotFoundError:
+            return cls(p)
+        except CorruptFileError as exc:
+            raise ProgressError(f"progress file {exc}") from None
+        except OSError as exc:
+            raise ProgressError(f"cannot read progress file {p}: {exc.strerror}") from None
+        # The two checks a user meets most often come first, in plain words.
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            raise ProgressError(f"{p} is not a grpolab drill progress file (no \"format\": "
+                                f"\"{FORMAT}\"); {_HINT}")
+        if doc.get("version") != VERSION or type(doc.get("version")) is not int:
+            raise ProgressError(f"progress file {p} has version {doc.get('version')!r}; this "
+                                f"grpolab reads version {VERSION}; {_HINT}")
+        items = doc.get("items")
+        for key, rec in (items.items() if isinstance(items, dict) else ()):
+            box = rec.get("box") if isinstance(rec, dict) else None
+            if type(box) is not int or not 1 <= box <= BOXES:
+                raise ProgressError(f"progress file {p}: item {key!r} has no valid box "
+                                    f"(1-{BOXES}); {_HINT}")
+        try:
+            check(doc, SCHEMA, p, remedy=_HINT)
+        except CorruptFileError as exc:
+            raise ProgressError(f"progress file {exc}") from None
+        return cls(p, doc["sessions"], doc["items"])
+
+    @classmethod
+    @contextlib.contextmanager
+    def session(cls, path: str | os.PathLike | None):
+        """Hold the progress file ``path`` exclusively, load it, and yield the Progress.
+
+        Another process holding it (a drill in another terminal) is a
+        :class:`grpolab._locks.LockError` at once, naming its pid; nothing is read or
+        written then. The folder is created if missing (the lock file lives beside the
+        progress file). ``path=None`` yields an in-memory progress and locks nothing.
+        """
+        if path is None:
+            yield cls(None)
+            return
         p = Path(path)
         if p.is_dir():
             raise ProgressError(f"progress file {p} is a directory; pass a file path with "
                                 "--progress")
         try:
-            raw = p.read_bytes()
-        except FileNotFoundError:
-            return cls(p)
+            p.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ProgressError(f"cannot read progress file {p}: {exc.strerror}") from None
-        hint = "it was left untouched; fix or remove it, or choose another with --progress"
-        try:
-            doc = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            raise ProgressError(f"progress file {p} is not UTF-8 text; {hint}") from None
-        except json.JSONDecodeError as exc:
-            raise ProgressError(f"progress file {p} is not valid JSON ({exc.msg} at line "
-                                f"{exc.lineno}, column {exc.colno}); {hint}") from None
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            raise ProgressError(f"{p} is not a grpolab drill progress file (no \"format\": "
-                                f"\"{FORMAT}\"); {hint}")
-        if doc.get("version") != VERSION:
-            raise ProgressError(f"progress file {p} has version {doc.get('version')!r}; this "
-                                f"grpolab reads version {VERSION}; {hint}")
-        items, sessions = doc.get("items"), doc.get("sessions")
-        if (not isinstance(items, dict) or isinstance(sessions, bool)
-                or not isinstance(sessions, int) or sessions < 0):
-            raise ProgressError(f"progress file {p} is malformed ('items' or 'sessions'); {hint}")
-        for key, rec in items.items():
-            box = rec.get("box") if isinstance(rec, dict) else None
-            if isinstance(box, bool) or not isinstance(box, int) or not 1 <= box <= BOXES:
-                raise ProgressError(f"progress file {p}: item {key!r} has no valid box "
-                                    f"(1-{BOXES}); {hint}")
-        return cls(p, sessions, items)
+            raise ProgressError(f"cannot create the folder of progress file {p}: "
+                                f"{exc.strerror}") from None
+        with exclusive_lock(p.parent, _lock_name(p), subject=f"progress file {p}",
+                            holder="another grpolab drill",
+                            remedy="finish or quit that session first, or pass another "
+                            "--progress (or --no-progress)"):
+            yield cls.load(p)
 
     # -- the schedule -----------------------------------------------------------------------
     def box(self, item_id: str) -> int:
@@ -137,30 +202,16 @@ class Progress:
                 "items": self.items}
 
     def save(self) -> None:
-        """Write atomically: a temporary file beside the target, fsync, then os.replace."""
+        """Write atomically, under the file's lock (re-entrant: a session already holds it).
+
+        An OSError (a full disk, a read-only folder) leaves the previous file as it was and
+        no temporary file behind; it is raised for the caller to report in one line.
+        """
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp",
-                                   dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(self.to_json(), fh, indent=1, sort_keys=True)
-                fh.write("\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
-        try:  # make the rename itself durable
-            dfd = os.open(self.path.parent, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
-        except OSError:
-            pass
+        text = json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n"
+        with exclusive_lock(self.path.parent, _lock_name(self.path),
+                            subject=f"progress file {self.path}", holder="another grpolab drill",
+                            remedy="finish or quit that session first"):
+            write_atomic(self.path, text)
