@@ -191,6 +191,7 @@ ROWS = [
     Row(T.updates_per_rollout, dict(prompts=512, G=16, minibatch_size=512, num_iterations=1),
         NONNEG),
     Row(T.mean_policy_lag, dict(updates=16), NONNEG),
+    Row(T.std_scaled_gradient_factor, dict(p=0.2, G=8, ddof=1, eps=1e-4), NONNEG),
     Row(S.baseline_estimators_mc, dict(logits=[0.0, 1.0, 0.5], rewards=[1.0, 0.0, 0.0], G=4,
                                        critic_error=0.25, n_groups=200, seed=0),
         lambda d: all(estimate(lambda m: np.isfinite(m))(e) for e in d.values()), MC_SIZES),

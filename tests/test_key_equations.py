@@ -124,6 +124,8 @@ FORMULA_AS_CODE = {
         (0.5, 4, 0.2), lambda p, G, t: (p * (1 - t)) ** G + (1 - p * (1 - t)) ** G),
     "updates_per_rollout": ((512, 16, 512, 2), lambda B, G, M, mu: mu * B * G / M),
     "mean_policy_lag": ((16,), lambda U: (U - 1) / 2),
+    # G = 2: only the groups with one success count, each with A⁺ − A⁻ = 2 · 0.5/(s + ε)
+    "std_scaled_gradient_factor": ((0.3, 2), lambda p, G: 0.5 / (math.sqrt(0.5) + 1e-4)),
 }
 
 

@@ -282,3 +282,39 @@ def test_updates_per_rollout_and_policy_lag():
     assert T.updates_per_rollout(8, 8, 64) == 1 and T.mean_policy_lag(1) == 0.0
     with pytest.raises(ValueError, match="minibatch_size"):
         T.updates_per_rollout(10, 3, 4)
+
+
+# ---- ch. 06: the std division's per-prompt factor --------------------------------------
+def test_std_scaled_gradient_factor_matches_the_referees_numbers_and_its_limit():
+    got = [T.std_scaled_gradient_factor(0.2, G) for G in (2, 4, 8, 16)]
+    np.testing.assert_allclose(got, [0.707, 1.435, 1.970, 2.271], atol=2e-3)
+    assert T.std_scaled_gradient_factor(0.2, 4096, eps=0.0) == pytest.approx(2.5, rel=2e-3)
+    # symmetric in p ↔ 1 − p, and it depends on G (the bias moves with G)
+    assert T.std_scaled_gradient_factor(0.1, 8) == pytest.approx(
+        T.std_scaled_gradient_factor(0.9, 8))
+    assert T.std_scaled_gradient_factor(0.5, 2) != pytest.approx(
+        T.std_scaled_gradient_factor(0.5, 16))
+
+
+def test_std_scaled_gradient_factor_matches_a_softmax_simulation():
+    logits, rewards = (1.5, 0.0, 0.0, 0.0, 0.0), (1, 0, 0, 0, 0)
+    p = S.softmax_policy_moments(logits, rewards)["mu"]
+    for G in (2, 8):
+        mc = S.leave_one_out_gradient_mc(logits, rewards, G, n_groups=100_000, seed=G)
+        assert mc["std_scaled_gradient_scale"].agrees_with(T.std_scaled_gradient_factor(p, G))
+        assert not mc["std_scaled_gradient_scale"].agrees_with(1.0)
+
+
+# ---- the drill exercises of ch. 08–10 accept independent answers -----------------------
+def test_new_drill_exercises_accept_independent_answers():
+    from grpolab.drill.exercises import check
+
+    assert check("derive-optimal-constant-baseline",
+                 lambda p: (p * 2 * (1 - p) ** 2) / (p * 2 * (1 - p) ** 2 + (1 - p) * 2 * p**2))
+    assert check("derive-sequence-ratio", lambda S_, n: math.exp(S_) ** (1 / n))
+    assert check("derive-truncated-zero-variance",
+                 lambda p, G, t: sum(math.comb(G, k) * (p * (1 - t)) ** k
+                                     * (1 - p * (1 - t)) ** (G - k) for k in (0, G)))
+    assert check("loss-dilution-40-of-64", "37.5%")
+    assert not check("clip-higher-p002", 0.024)
+    assert check("card-why-no-critic", "c")

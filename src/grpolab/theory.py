@@ -592,6 +592,7 @@ __all__ += [
     "sequence_importance_ratio",
     "soft_overlong_penalty",
     "softmax_policy_gradient",
+    "std_scaled_gradient_factor",
     "truncated_zero_variance_probability",
     "updates_per_rollout",
 ]
@@ -921,3 +922,30 @@ def mean_policy_lag(updates):
     """
     U = as_positive_int(updates, "updates", maximum=MAX_COUNT * MAX_GROUP_SIZE)
     return (U - 1) / 2
+
+
+def std_scaled_gradient_factor(p, G, ddof=1, eps=1e-4):
+    """The factor by which GRPO's std division multiplies a prompt's expected gradient.
+
+    For 0/1 rewards, completion i's advantage depends only on its own reward and the count j
+    of successes among the other G − 1, and E[∇log π · 1{r = 1}] = ∇p = −E[∇log π · 1{r = 0}].
+    So the expected group gradient is c_G(p)·∇p(x), with
+
+    Equation: c_G(p) = E_{j ~ Bin(G−1, p)}[A⁺(j + 1) − A⁻(j)], A± from
+    :func:`binary_advantages` (0 for a zero-variance group). Without the std division c = 1
+    for RLOO and (G − 1)/G for GRPO's centring; with it c_G(p) → 1/σ = 1/√(p(1 − p)) as G
+    grows: a G-dependent reweighting of prompts (Dr. GRPO's difficulty bias).
+
+    Derived in: book/theory/06-normalization.md, "The std division reweights prompts".
+    """
+    p = as_probability(p)
+    G = as_positive_int(G, "G", minimum=2, maximum=100_000)
+    ddof = as_ddof(ddof)
+    eps = as_real_scalar(eps, "eps", maximum=1.0)
+    j = np.arange(G)                                   # successes among the other G − 1
+    # zero-variance groups (k = 0 or G) divide by eps alone before being set to 0
+    with np.errstate(over="ignore"):
+        a_pos, _ = binary_advantages(j + 1, G, ddof=ddof, eps=eps)
+        _, a_neg = binary_advantages(j, G, ddof=ddof, eps=eps)
+    weights = stats.binom.pmf(j, G - 1, p[..., None])
+    return scalar_or_array(np.sum(weights * (np.asarray(a_pos) - np.asarray(a_neg)), axis=-1))

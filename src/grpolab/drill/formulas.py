@@ -184,6 +184,12 @@ FORMULAS: tuple[Formula, ...] = (
       "k of G correct, d = ddof. TRL, verl and OpenRLHF use d = 1: G = 4, k = 1 gives 1.5 "
       "(1.73 with ddof = 0).",
       "theory/06-normalization", "Binary rewards in closed form", on_sheet=True),
+    F("std_scaled_gradient_factor", "What the std division does to a prompt's gradient",
+      r"\mathbb E[\hat g(x)] = c_G(p)\,\nabla p(x),\quad c_G(p) = \mathbb E_{j\sim"
+      r"\mathrm{Bin}(G-1,p)}\big[A^+(j+1) - A^-(j)\big] \to \frac{1}{\sigma}",
+      "0/1 rewards: RLOO has c = 1; std scaling multiplies prompt x's expected gradient by "
+      "c_G(p), which depends on G and tends to 1/σ(x).",
+      "theory/06-normalization", "The std division reweights prompts"),
     F(None, "ddof = 0 vs ddof = 1",
       r"\frac{A_{\mathrm{ddof}=0}}{A_{\mathrm{ddof}=1}} = \sqrt{\frac{G}{G-1}}",
       "np.std (ddof = 0) gives larger advantages than the frameworks' unbiased std: 1.15× at "
@@ -254,11 +260,11 @@ FORMULAS: tuple[Formula, ...] = (
     F("truncated_zero_variance_probability", "Zero-variance groups from truncation",
       r"P(\text{zero var.}) = q^G + (1-q)^G,\quad q = p\,(1 - \tau)",
       "A cut-off completion scores 0: at truncation rate τ → 1 every group is all-fail.",
-      "theory/10-dapo", "Overlong responses", on_sheet=True),
+      "theory/10-dapo", "Overlong responses"),
     F("updates_per_rollout", "Updates per rollout",
       r"U = \mu\,\frac{B\,G}{M}",
       "μ passes over B·G completions in minibatches of M; U = 1 is on-policy.",
-      "theory/10-dapo", "How off-policy is a step?", on_sheet=True),
+      "theory/10-dapo", "How off-policy is a step?"),
     F("mean_policy_lag", "Policy lag",
       r"\bar k = \frac{U - 1}{2}",
       "Average updates between the sampling policy and the one being trained.",
