@@ -1063,6 +1063,10 @@ def render_workbook() -> str:
             # Four backticks: solutions contain ``` code blocks of their own.
             parts.append(f"\n````{{admonition}} Solution\n:class: dropdown\n\n{ex.solution}\n"
                          "````\n")
+    parts.append("\n## What to read next\n\n- {doc}`04-one-page-sheet` for the formulas these "
+                 "exercises drill.\n- {doc}`01-model-answers` for the interview answers, and "
+                 "`grpolab drill` for a mock interview with rubrics.\n- The theory chapter of "
+                 "each exercise's topic (linked above) for its derivation.\n")
     return "".join(parts)
 
 

@@ -392,6 +392,9 @@ def render_sheet() -> str:
                  "|---|---|\n")
     for item in sheet_wrong_answers():
         parts.append(f"| \"{_cell(item['trap'])}\" | {_cell(item['why_wrong'])} |\n")
+    parts.append("\n## What to read next\n\nThe {doc}`key equations <../appendix/key-equations>` "
+                 "for every formula with its derivation, and the {doc}`model answers "
+                 "<01-model-answers>` for the answers these lines condense.\n")
     return "".join(parts)
 
 
