@@ -674,7 +674,7 @@ EXPLORERS: dict[str, Explorer] = {e.key: e for e in [
         title="Truncation makes groups constant: P(zero variance) with q = p(1 − τ)",
         xlabel="group size G", ylabel="probability", logx=True, ylim=(0.0, 1.0),
         sliders=(Slider("p", "pass rate p if nothing were cut off", TRUNCATION_P_VALUES, 0.5),
-                 Slider("tau", "truncation rate τ", TAU_VALUES, 0.5),
+                 Slider("tau", "truncation rate τ", TAU_VALUES, 0.9),
                  _g_slider(16, CRITIC_G_VALUES)),
         curve_sliders=("p", "tau"), marker="G",
         curves=_truncation_curves, readouts=_truncation_readouts,
