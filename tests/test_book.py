@@ -18,7 +18,8 @@ from grpolab.book.build import BookBuildError, build_book, build_book_once, defa
 BOOK = default_book_dir()
 SRC = PACKAGE_DIR
 THEORY_STEMS = ["grpo-in-one-page", "baseline-variance", "zero-variance", "cost-of-g",
-                "degenerate-groups", "normalization", "temperature"]
+                "degenerate-groups", "normalization", "temperature", "reinforce-to-grpo",
+                "loss-aggregation", "dapo"]
 
 
 def _theory_files() -> list[Path]:

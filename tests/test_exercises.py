@@ -62,6 +62,9 @@ NUMERIC_TRUTH = {
                                                      - Fraction(9, 10) ** 4)),
     "dynamic-sampling-p01-g16": float(16 * 512 / (1 - Fraction(1, 10) ** 16
                                                   - Fraction(9, 10) ** 16)),
+    # ch. 09-10: 24 informative groups of 64 (equal lengths); 1.28 × 0.02
+    "loss-dilution-40-of-64": float(Fraction(24, 64)),
+    "clip-higher-p002": float(Fraction(128, 100) * Fraction(2, 100)),
 }
 
 

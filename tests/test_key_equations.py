@@ -100,6 +100,32 @@ FORMULA_AS_CODE = {
     "binary_advantages": ((1, 4), lambda k, G: (1 - k / G) / (math.sqrt(
         G / (G - 1) * (k / G) * (1 - k / G)) + 1e-4)),
     "identical_group_probability": (([0.7, 0.2, 0.1], 3), lambda qs, G: sum(q**G for q in qs)),
+    # ---- ch. 08–10 (one number from each: a component, an entry, or a scalar)
+    "softmax_policy_gradient": (([0.0, math.log(3)], [1.0, 0.0]),       # π = (¼, ¾)
+                                lambda z, r: 0.25 * (1.0 - 0.25)),       # π₀ (r₀ − π·r)
+    "reinforce_second_moment": (([0.0, 0.0], [1.0, 0.0], 0.5, 0.1),
+                                lambda z, r, b, v: 0.5 * ((1 - b) ** 2 + v) * 0.5
+                                + 0.5 * ((0 - b) ** 2 + v) * 0.5),
+    "optimal_constant_baseline": (([0.0, math.log(3)], [1.0, 0.0]), lambda z, r: 1 - 0.25),
+    "gae_advantages": (([0.0, 1.0], [0.3, 0.6], 0.9, 0.5),
+                       lambda r, v, g, l: (0.0 + g * 0.6 - 0.3) + g * l * (1.0 - 0.6)),
+    "critic_budget_mse": ((0.1, 1.0, 1.0, 0.5, 64),
+                          lambda c1, c2, c, e, N: (1 + c) * (1 + e) * (c1 + c2) / N),
+    "group_budget_mse": ((8, 0.1, 1.0, 64),
+                         lambda G, c1, c2, N: (c1 * G + c2 + (c2 + 2 * c1) / (G - 1)) / N),
+    "loss_token_weights": (([3, 5], "grpo"), lambda L, t: 1 / (2 * 3)),
+    "informative_share": (([0.1, 0.5], 4),
+                          lambda ps, G: sum(1 - p**G - (1 - p) ** G for p in ps) / len(ps)),
+    "sequence_importance_ratio": ((-0.6, 3), lambda s, n: math.exp(s / n)),
+    "clipped_probability_bound": ((0.01, 0.28), lambda p, e: min(1.0, (1 + e) * p)),
+    "soft_overlong_penalty": ((18000, 20480, 4096),
+                              lambda L, Lm, c: (Lm - c - L) / c),
+    "truncated_zero_variance_probability": (
+        (0.5, 4, 0.2), lambda p, G, t: (p * (1 - t)) ** G + (1 - p * (1 - t)) ** G),
+    "updates_per_rollout": ((512, 16, 512, 2), lambda B, G, M, mu: mu * B * G / M),
+    "mean_policy_lag": ((16,), lambda U: (U - 1) / 2),
+    # G = 2: only the groups with one success count, each with A⁺ − A⁻ = 2 · 0.5/(s + ε)
+    "std_scaled_gradient_factor": ((0.3, 2), lambda p, G: 0.5 / (math.sqrt(0.5) + 1e-4)),
 }
 
 
@@ -114,7 +140,9 @@ def test_formula_computes_what_the_function_computes(name):
     if name == "sampling_cost":
         got = got.completions
         args = args
-    elif name == "binary_advantages":
+    elif name in ("binary_advantages", "softmax_policy_gradient", "loss_token_weights"):
+        got = got[0]
+    elif name == "gae_advantages":
         got = got[0]
     assert float(np.asarray(got)) == pytest.approx(formula(*args), rel=1e-9, abs=1e-12)
 

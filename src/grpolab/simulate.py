@@ -408,3 +408,183 @@ def minibatch_gradient_mc(policies, B: int, G: int, n_trials: int = 20_000,
                                                                              strict=True)]) / P
     err = np.sum((blocks - target) ** 2, axis=(1, 2))
     return MCEstimate(float(err.mean()), float(err.std(ddof=1) / np.sqrt(T)), T)
+
+
+# ---- ch. 08–10: policy gradients, loss aggregation, DAPO
+__all__ += ["baseline_estimators_mc", "informative_share_mc", "state_baseline_mc",
+            "truncated_zero_variance_mc"]
+
+
+def _est(x: np.ndarray) -> MCEstimate:
+    return MCEstimate(float(x.mean()), float(x.std(ddof=1) / np.sqrt(x.size)), int(x.size))
+
+
+def baseline_estimators_mc(logits, rewards, G: int, critic_error: float = 0.25,
+                           n_groups: int = 100_000, seed: int = 0) -> dict[str, MCEstimate]:
+    """The REINFORCE family on a one-step softmax policy: same samples, six baselines.
+
+    Each trial draws a group of G actions from π = softmax(logits); completion i's gradient
+    is g_i = (e_{a_i} − π)(r_i − b_i) with
+
+    - ``reinforce``: b = 0;
+    - ``remax``: b = the reward of the greedy action argmax π (ReMax; a constant per prompt);
+    - ``oracle``: b = μ = E[r];
+    - ``critic``: b = μ + ε with ε ~ N(0, critic_error · σ²) drawn independently (a learned
+      value with squared error critic_error · σ²);
+    - ``loo``: b = the mean of the other G − 1 rewards (RLOO);
+    - ``grpo``: r_i − r̄, the group mean including r_i (GRPO without the std division).
+
+    Returns, for each name, ``{name}_scale`` = ⟨ĝ, ∇J⟩/‖∇J‖² of the group gradient
+    ĝ = (1/G) Σ_i g_i (1 for an unbiased estimator, (G − 1)/G for grpo) and
+    ``{name}_second_moment`` = E‖g_i‖² per completion (grpo has no such entry).
+
+    Checks :func:`grpolab.theory.softmax_policy_gradient` and
+    :func:`grpolab.theory.reinforce_second_moment`.
+    """
+    pi = _softmax(logits)
+    r_of = _rewards_for(rewards, pi.size)
+    G = _group_size(G, minimum=2)
+    e = as_real_scalar(critic_error, "critic_error", maximum=1e6)
+    n = as_positive_int(n_groups, "n_groups")
+    if n * G * pi.size > MAX_DRAWS:
+        raise ValueError(f"n_groups × G × actions: {n * G * pi.size} draws exceed {MAX_DRAWS}")
+    rng = _rng(seed)
+    a = rng.choice(pi.size, size=(n, G), p=pi)
+    r = r_of[a]
+    mu = float(pi @ r_of)
+    sigma2 = float(pi @ (r_of - mu) ** 2)
+    score_sq = (1.0 - 2.0 * pi + pi @ pi)[a]
+    grad = pi * (r_of - mu)
+    grad_sq = float(grad @ grad)
+    if not grad_sq > 0:
+        raise ValueError("rewards: the policy gradient is 0 (every action has the same reward "
+                         "or the policy is deterministic), so no scale can be measured")
+    weights = {
+        "reinforce": r,
+        "remax": r - r_of[int(np.argmax(pi))],
+        "oracle": r - mu,
+        "critic": r - mu - rng.normal(0.0, np.sqrt(e * sigma2), size=(n, G)),
+        "loo": r - (r.sum(axis=1, keepdims=True) - r) / (G - 1),
+    }
+    out: dict[str, MCEstimate] = {}
+    for name, w in [*weights.items(), ("grpo", r - r.mean(axis=1, keepdims=True))]:
+        # ⟨ĝ, ∇J⟩ = (1/G) Σ_i w_i ⟨e_{a_i} − π, ∇J⟩ = (1/G) Σ_i w_i (∇J[a_i] − π·∇J)
+        proj = (w * (grad[a] - pi @ grad)).mean(axis=1) / grad_sq
+        out[f"{name}_scale"] = _est(proj)
+        if name != "grpo":
+            out[f"{name}_second_moment"] = _est((score_sq * w**2).mean(axis=1))
+    return out
+
+
+def state_baseline_mc(logits, next_logits, rewards, values, n_samples: int = 200_000,
+                      seed: int = 0) -> dict[str, MCEstimate]:
+    """A two-token policy: a baseline may depend on the state, not on the action.
+
+    Token 1 is a ~ softmax(logits); token 2 is a' ~ softmax(next_logits[a]); the reward
+    R = rewards[a, a'] comes at the end. The per-token REINFORCE estimator is
+    g = (R − b₁)∇log π(a) + (R − b₂)∇log π(a' | a), over all K + K² logits. Two choices of
+    the second token's baseline, built from the same numbers ``values``:
+
+    - ``state_dependent``: b₂ = values[a], a function of the state (the first token);
+    - ``action_dependent``: b₂ = values[a'], a function of the action being scored.
+
+    b₁ = the mean of ``values`` in both. Returns ⟨g, ∇J⟩/‖∇J‖² for each: 1 in expectation
+    for the state-dependent baseline, not for the action-dependent one.
+
+    Derived in: book/theory/08-reinforce-to-grpo.md, "A state-dependent baseline is still
+    unbiased".
+    """
+    p1 = _softmax(logits)
+    K = p1.size
+
+    def square(x, name: str) -> np.ndarray:
+        arr = as_real_array(x, name, expected=f"a {K} × {K} array of finite numbers")
+        if arr.shape != (K, K) or not (np.abs(arr) <= _TOY_LIMIT).all():
+            raise ValueError(f"{name} must be a {K} × {K} array of finite numbers of size <= "
+                             f"1e100 (one row per first token), got shape {arr.shape}")
+        return arr
+
+    z2 = square(next_logits, "next_logits")
+    p2 = np.exp(z2 - z2.max(axis=1, keepdims=True))
+    p2 /= p2.sum(axis=1, keepdims=True)
+    R = square(rewards, "rewards")
+    v = as_real_array(values, "values", expected=f"{K} finite numbers")
+    if v.shape != (K,) or not (np.abs(v) <= _TOY_LIMIT).all():
+        raise ValueError(f"values must be {K} finite numbers of size <= 1e100 (one per "
+                         f"action), got shape {v.shape}")
+    n = as_positive_int(n_samples, "n_samples")
+    if n * K > MAX_DRAWS:
+        raise ValueError(f"n_samples × actions: {n * K} draws exceed {MAX_DRAWS}")
+    # The exact gradient, by enumerating the K² sequences.
+    joint = p1[:, None] * p2                                      # P(a, a')
+    J1 = np.einsum("ab,ab->a", joint, R)                          # Σ_{a'} P(a, a') R
+    grad1 = J1 - p1 * J1.sum()                                    # Σ P R (e_a − π₁)
+    grad2 = joint * R - p2 * (joint * R).sum(axis=1, keepdims=True)  # row a: Σ P R (e_a' − π₂)
+    norm = float(grad1 @ grad1 + np.sum(grad2**2))
+    if not norm > 0:
+        raise ValueError("rewards: the policy gradient is 0, so no scale can be measured")
+    rng = _rng(seed)
+    a = rng.choice(K, size=n, p=p1)
+    u = rng.random(n)
+    a2 = np.minimum((u[:, None] > np.cumsum(p2, axis=1)[a]).sum(axis=1), K - 1)
+    ret = R[a, a2]
+    b1 = float(v.mean())
+    proj1 = grad1[a] - p1 @ grad1                                 # ⟨e_a − π₁, ∇J₁⟩
+    proj2 = grad2[a, a2] - np.einsum("nk,nk->n", p2[a], grad2[a])  # ⟨e_a' − π₂(a), ∇J₂[a]⟩
+    out = {}
+    for name, b2 in (("state_dependent", v[a]), ("action_dependent", v[a2])):
+        out[name] = _est(((ret - b1) * proj1 + (ret - b2) * proj2) / norm)
+    return out
+
+
+def informative_share_mc(pass_rates, G: int, prompts: int, mean_length: float = 100.0,
+                         zero_variance_length_factor: float = 1.0, n_steps: int = 20_000,
+                         seed: int = 0) -> MCEstimate:
+    """Share of a step's loss tokens that lie in informative groups, simulated.
+
+    Each step draws ``prompts`` pass rates uniformly from ``pass_rates``, G Bernoulli rewards
+    for each, and a length 1 + Poisson(mean_length − 1) for every completion; the lengths of
+    zero-variance groups are multiplied by ``zero_variance_length_factor`` (1: lengths
+    independent of the rewards). Returns the mean over steps of
+    (tokens in informative groups) / (all tokens): the factor by which counting
+    zero-variance groups in ``loss_type="dapo"``'s normaliser scales the step.
+
+    Checks :func:`grpolab.theory.informative_share` (exact when the factor is 1).
+    """
+    p = as_probability(pass_rates, "pass_rates").ravel()
+    if p.size == 0:
+        raise ValueError("pass_rates must hold at least one pass rate")
+    G = _group_size(G)
+    B = as_positive_int(prompts, "prompts", maximum=10**6)
+    L = as_real_scalar(mean_length, "mean_length", minimum=1.0, maximum=1e6)
+    f = as_real_scalar(zero_variance_length_factor, "zero_variance_length_factor",
+                       minimum=1e-3, maximum=1e3)
+    T = as_positive_int(n_steps, "n_steps", maximum=10**7)
+    _check_draws(T * B * 2, "n_steps × prompts")
+    rng = _rng(seed)
+    ps = p[rng.integers(p.size, size=(T, B))]
+    k = rng.binomial(G, ps)
+    tokens = G + rng.poisson(G * (L - 1.0), size=(T, B)).astype(float)  # a group's G lengths
+    informative = (k > 0) & (k < G)
+    tokens = np.where(informative, tokens, f * tokens)
+    return _est((tokens * informative).sum(axis=1) / tokens.sum(axis=1))
+
+
+def truncated_zero_variance_mc(p: float, G: int, truncation_rate: float,
+                               n_groups: int = 200_000, seed: int = 0) -> MCEstimate:
+    """Fraction of constant groups when each completion is cut off with probability τ.
+
+    Every completion is drawn explicitly: it is truncated with probability τ
+    (``truncation_rate``) and then scores 0; otherwise it is correct with probability p.
+
+    Checks :func:`grpolab.theory.truncated_zero_variance_probability`.
+    """
+    p = as_probability_scalar(p)
+    G = _group_size(G)
+    tau = as_probability_scalar(truncation_rate, "truncation_rate")
+    n = _samples(n_groups, "n_groups")
+    _check_draws(2 * n * G, "n_groups × G")
+    rng = _rng(seed)
+    reward = (rng.random((n, G)) < p) & ~(rng.random((n, G)) < tau)
+    k = reward.sum(axis=1)
+    return _proportion((k == 0) | (k == G))

@@ -673,3 +673,378 @@ def identical_group_probability(probs, G):
     G = as_group_size(G)
     return scalar_or_array(np.sum(_power(q[..., None, :], G[..., None]), axis=-1)
                            if G.ndim else np.sum(_power(q, G), axis=-1))
+
+
+# ---- ch. 08–10: policy gradients, loss aggregation, DAPO
+from grpolab._validate import as_real_array  # noqa: E402  (kept with the section it serves)
+
+__all__ += [
+    "clipped_probability_bound",
+    "critic_budget_mse",
+    "gae_advantages",
+    "group_budget_mse",
+    "informative_share",
+    "loss_token_weights",
+    "mean_policy_lag",
+    "optimal_constant_baseline",
+    "reinforce_second_moment",
+    "sequence_importance_ratio",
+    "soft_overlong_penalty",
+    "softmax_policy_gradient",
+    "std_scaled_gradient_factor",
+    "truncated_zero_variance_probability",
+    "updates_per_rollout",
+]
+
+#: Largest |logit|, |reward| or |baseline| the softmax-policy forms accept (their squares stay
+#: finite in float64).
+_TOY_LIMIT = 1e100
+#: Most actions of a softmax policy, and most tokens or completions in one call.
+_MAX_ACTIONS = 100_000
+_MAX_ITEMS = 10**7
+
+
+def _vector(x, name: str, *, expected: str, limit: float = _TOY_LIMIT,
+            maximum_size: int = _MAX_ACTIONS, minimum_size: int = 1) -> np.ndarray:
+    """A 1-d array of finite reals with |x| <= limit, or an error that names ``name``."""
+    arr = as_real_array(x, name, expected=expected)
+    if arr.ndim != 1 or not minimum_size <= arr.size <= maximum_size:
+        raise ValueError(f"{name} must be {expected}, got shape {arr.shape}")
+    bad = ~(np.abs(arr) <= limit)  # NaN fails the comparison
+    if bad.any():
+        raise ValueError(f"{name} must be {expected} of size <= {limit:g}, got "
+                         f"{float(arr[bad][0])!r}")
+    return arr + 0.0
+
+
+def _softmax_policy(logits, rewards) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """π = softmax(logits), the rewards r, and ‖e_j − π‖² for every action j."""
+    z = _vector(logits, "logits", expected="a list of at least 2 finite logits",
+                minimum_size=2)
+    r = _vector(rewards, "rewards", expected=f"{z.size} finite rewards (one per action)")
+    if r.size != z.size:
+        raise ValueError(f"rewards must hold one reward per action: {z.size} logits, "
+                         f"{r.size} rewards")
+    pi = np.exp(z - z.max())
+    pi /= pi.sum()
+    # ‖e_j − π‖² = (1 − π_j)² + Σ_{k≠j} π_k², summed without cancellation.
+    others = np.maximum(np.sum(pi**2) - pi**2, 0.0)
+    return pi, r, (1.0 - pi) ** 2 + others
+
+
+def softmax_policy_gradient(logits, rewards):
+    """The exact policy gradient of a one-step softmax policy, by the score-function identity.
+
+    Equation: ∇J = E_π[r ∇log π(a)]; for π = softmax(z) the score is ∇_z log π(a) = e_a − π,
+    so ∇_z J = Σ_a π_a r_a (e_a − π) = π ⊙ (r − π·r). Subtracting any baseline b from r
+    leaves it unchanged, because Σ_a π_a (e_a − π) = 0.
+
+    Returns one component per logit.
+
+    Derived in: book/theory/08-reinforce-to-grpo.md, "The score-function identity".
+    """
+    pi, r, _ = _softmax_policy(logits, rewards)
+    return pi * (r - pi @ r)
+
+
+def reinforce_second_moment(logits, rewards, baseline=0.0, baseline_variance=0.0):
+    """Second moment of one REINFORCE gradient sample (r − b)(e_a − π) of a softmax policy.
+
+    The baseline b is drawn independently of the sampled action, with mean ``baseline`` and
+    variance ``baseline_variance`` (0 for a constant; σ²/(G − 1) for the leave-one-out mean
+    of G − 1 other rewards, with mean μ; a critic's squared error for a learned value).
+
+    Equation: E‖(r − b)∇log π‖² = Σ_a π_a [(r_a − b̄)² + Var(b)] ‖e_a − π‖². The mean of the
+    sample is ∇J whatever b is (:func:`softmax_policy_gradient`); only this moment moves.
+
+    Derived in: book/theory/08-reinforce-to-grpo.md, "A baseline changes the variance".
+    """
+    pi, r, score_sq = _softmax_policy(logits, rewards)
+    b = as_real_scalar(baseline, "baseline", minimum=-_TOY_LIMIT, maximum=_TOY_LIMIT)
+    v = as_real_scalar(baseline_variance, "baseline_variance", maximum=1e200)
+    return float(pi @ (((r - b) ** 2 + v) * score_sq))
+
+
+def optimal_constant_baseline(logits, rewards):
+    """The constant baseline that minimises :func:`reinforce_second_moment` (a softmax policy).
+
+    Equation: b* = E[r ‖∇log π‖²] / E[‖∇log π‖²] = Σ_a π_a r_a ‖e_a − π‖² / Σ_a π_a ‖e_a − π‖²:
+    the mean reward μ only when the reward is uncorrelated with the score's size. For two
+    actions with π = (p, 1 − p) and r = (1, 0) it is 1 − p, not p.
+
+    Derived in: book/theory/08-reinforce-to-grpo.md, "A baseline changes the variance".
+    """
+    pi, r, score_sq = _softmax_policy(logits, rewards)
+    weight = pi * score_sq
+    total = weight.sum()
+    if not total > 0:
+        raise ValueError("logits put all the probability on one action: every score is 0, so "
+                         "no baseline changes the (zero) gradient")
+    return float(weight @ r / total)
+
+
+def gae_advantages(rewards, values, gamma=1.0, lam=1.0):
+    """Generalized advantage estimates of one trajectory (PPO's critic-based advantages).
+
+    With δ_t = r_t + γ V(s_{t+1}) − V(s_t) and V(s_T) = 0 after the last token,
+
+    Equation: A_t = Σ_{l ≥ 0} (γλ)^l δ_{t+l}. With a reward only on the last token and
+    γ = λ = 1 it is R − V(s_t): a different baseline per token, where GRPO gives every token
+    of a completion the same advantage.
+
+    ``rewards`` and ``values`` hold one number per token.
+
+    Derived in: book/theory/08-reinforce-to-grpo.md, "PPO's critic and GAE".
+    """
+    r = _vector(rewards, "rewards", expected="one finite reward per token",
+                maximum_size=_MAX_ACTIONS)
+    v = _vector(values, "values", expected="one finite value estimate per token",
+                maximum_size=_MAX_ACTIONS)
+    if v.size != r.size:
+        raise ValueError(f"values must hold one value per token: {r.size} rewards, "
+                         f"{v.size} values")
+    gamma = as_real_scalar(gamma, "gamma", maximum=1.0)
+    lam = as_real_scalar(lam, "lam", maximum=1.0)
+    delta = r + gamma * np.append(v[1:], 0.0) - v
+    out = np.empty_like(delta)
+    running = 0.0
+    for t in range(delta.size - 1, -1, -1):  # A_t = δ_t + γλ A_{t+1}
+        running = delta[t] + gamma * lam * running
+        out[t] = running
+    return out
+
+
+def _mse_constants(c1, c2, budget):
+    c1 = as_nonnegative(c1, "c1", maximum=1e300)
+    c2 = as_nonnegative(c2, "c2", maximum=1e300)
+    N = as_positive(budget, "budget", 1.0, float(MAX_COUNT), what="completions per step")
+    return c1, c2, N
+
+
+def critic_budget_mse(c1, c2, critic_cost, critic_error, budget):
+    """Gradient MSE of a critic-based estimator at a fixed compute budget.
+
+    One completion per prompt; a critic whose compute per token is ``critic_cost`` times the
+    policy's and whose baseline has squared error ``critic_error`` × σ² (the prompt's reward
+    variance). With B = N/(1 + c) prompts and the closure ‖∇J‖² ≪ c₁ of ch. 08,
+
+    Equation: MSE_critic = (1 + c)(1 + e)(c₁ + c₂)/N, in the units of c₁, c₂ of ch. 02.
+
+    Derived in: book/theory/08-reinforce-to-grpo.md, "Why no critic? A critic against G samples".
+    """
+    c1, c2, N = _mse_constants(c1, c2, budget)
+    c = as_nonnegative(critic_cost, "critic_cost", maximum=1e6)
+    e = as_nonnegative(critic_error, "critic_error", maximum=1e6)
+    with np.errstate(over="ignore"):
+        mse = (1 + c) * (1 + e) * (c1 + c2) / N
+    return scalar_or_array(finite_result(
+        mse, "c1, c2: the MSE overflows float64; rescale the variances"))
+
+
+def group_budget_mse(G, c1, c2, budget):
+    """Gradient MSE of the leave-one-out group estimator at a fixed budget N = B·G.
+
+    The exact form of ch. 02, N·MSE = c₁G + c₂ + c₃/(G − 1), with the same closure as
+    :func:`critic_budget_mse` (κ = 1 and ‖∇J‖² ≪ c₁, which give c₃ = c₂ + 2c₁):
+
+    Equation: MSE_group = [c₁G + c₂ + (c₂ + 2c₁)/(G − 1)] / N, for G ≥ 2.
+
+    Derived in: book/theory/08-reinforce-to-grpo.md, "Why no critic? A critic against G samples".
+    """
+    G = as_group_size(G, minimum=2)
+    c1, c2, N = _mse_constants(c1, c2, budget)
+    with np.errstate(over="ignore"):
+        mse = (c1 * G + c2 + (c2 + 2 * c1) / (G - 1.0)) / N
+    return scalar_or_array(finite_result(
+        mse, "c1, c2: the MSE overflows float64; rescale the variances"))
+
+
+LOSS_TYPES = ("grpo", "bnpo", "dapo", "dr_grpo")
+
+
+def loss_token_weights(lengths, loss_type="dapo", max_completion_length=None):
+    """The weight each token of each completion gets in TRL's loss, per ``loss_type``.
+
+    A batch of n completions with |o_i| loss tokens each (one generation batch, one
+    optimizer step; TRL 1.16 ``GRPOTrainer._compute_loss``):
+
+    Equation: w_i = 1/(n·|o_i|) (grpo), 1/Σ_j|o_j| (bnpo, dapo), 1/(n·L_max) (dr_grpo,
+    L_max = ``max_completion_length``). A completion's share of the step is |o_i|·w_i: equal
+    for grpo, proportional to its length for the others.
+
+    Zero-variance groups count in n and in Σ|o_j| although their advantages are 0.
+
+    Derived in: book/theory/09-loss-aggregation.md, "Four ways to average the tokens".
+    """
+    L = as_integer_array(lengths, "lengths", minimum=0, maximum=10**9)
+    if L.ndim != 1 or not 1 <= L.size <= _MAX_ITEMS:
+        raise ValueError(f"lengths must be a list of token counts, one per completion, got "
+                         f"shape {L.shape}")
+    loss_type = as_choice(loss_type, "loss_type", LOSS_TYPES)
+    n = float(L.size)
+    Lf = L.astype(float)
+    if loss_type == "grpo":
+        return 1.0 / (n * np.maximum(Lf, 1.0))   # TRL clamps an empty completion's length at 1
+    if loss_type in ("bnpo", "dapo"):
+        return np.full(L.shape, 1.0 / max(float(Lf.sum()), 1.0))
+    if max_completion_length is None:
+        raise ValueError("max_completion_length is required for loss_type='dr_grpo' (its "
+                         "constant denominator)")
+    L_max = as_positive_int(max_completion_length, "max_completion_length", maximum=10**9)
+    if (L > L_max).any():
+        raise ValueError(f"lengths must be <= max_completion_length = {L_max}: generation "
+                         "stops there")
+    return np.full(L.shape, 1.0 / (n * L_max))
+
+
+def informative_share(pass_rates, G):
+    """Expected share of a step's loss normaliser that carries an advantage.
+
+    Every TRL ``loss_type`` averages over the whole batch, zero-variance groups included, so
+    the step is this share times the step over informative groups alone. With completion
+    lengths independent of the rewards, for prompts drawn from the listed pass rates,
+
+    Equation: s(G) = (1/J) Σ_j [1 − p_j^G − (1 − p_j)^G], which rises with G: at a fixed
+    learning rate a larger G takes larger steps.
+
+    Derived in: book/theory/09-loss-aggregation.md, "How G enters the normaliser".
+    """
+    p = as_probability(pass_rates, "pass_rates").ravel()
+    if p.size == 0:
+        raise ValueError("pass_rates must hold at least one pass rate")
+    G = as_group_size(G)
+    if p.size * G.size > MAX_DRAWS:
+        raise ValueError(f"pass_rates × G: {p.size} × {G.size} cells exceed {MAX_DRAWS:.0e}; "
+                         "pass fewer pass rates or group sizes")
+    eta = np.asarray(informative_probability(p[:, None], G.reshape(1, -1)))
+    return scalar_or_array(eta.mean(axis=0).reshape(G.shape))
+
+
+def sequence_importance_ratio(log_ratio_sum, length):
+    """GSPO's sequence-level importance ratio of one completion.
+
+    Equation: s_i = (π_θ(o_i)/π_old(o_i))^{1/|o_i|} = exp((1/|o_i|) Σ_t log ρ_{i,t}), the
+    geometric mean of the token ratios ρ_{i,t}; TRL computes it with
+    ``importance_sampling_level="sequence"``. Clipping s_i clips whole completions.
+
+    Derived in: book/theory/09-loss-aggregation.md, "GSPO: one ratio per sequence".
+    """
+    s = as_real_array(log_ratio_sum, "log_ratio_sum", expected="a finite sum of log-ratios")
+    if not np.isfinite(s).all():
+        raise ValueError("log_ratio_sum must be a finite sum of log-ratios")
+    n = as_integer_array(length, "length", minimum=1, maximum=10**9)
+    with np.errstate(over="ignore"):
+        ratio = np.exp(s / n)
+    return scalar_or_array(finite_result(
+        ratio, "log_ratio_sum / length: the ratio overflows float64 (a mean log-ratio > 709)"))
+
+
+def clipped_probability_bound(p_old, epsilon_high):
+    """The largest probability a token can reach before PPO's upper clip stops its gradient.
+
+    For a positive advantage the clipped surrogate is flat once ρ = π/π_old > 1 + ε_high, so
+
+    Equation: π_max = min(1, (1 + ε_high) · π_old). A token at π_old = 0.01 can reach 0.012
+    with ε = 0.2 and 0.0128 with DAPO's ε_high = 0.28; one at 0.9 is not held back at all.
+
+    Derived in: book/theory/10-dapo.md, "Clip-higher and entropy collapse".
+    """
+    p = as_probability(p_old, "p_old")
+    eps = as_nonnegative(epsilon_high, "epsilon_high", maximum=1e6)
+    return scalar_or_array(np.minimum(1.0, (1.0 + eps) * p))
+
+
+def soft_overlong_penalty(length, max_length, cache_length):
+    """DAPO's soft overlong punishment, added to the correctness reward.
+
+    With L_max = ``max_length`` and a cache of L_cache = ``cache_length`` tokens before it,
+
+    Equation: R_len(ℓ) = 0 for ℓ ≤ L_max − L_cache, (L_max − L_cache − ℓ)/L_cache up to
+    L_max, and −1 beyond: a ramp from 0 to −1 over the last L_cache tokens.
+
+    Derived in: book/theory/10-dapo.md, "Overlong responses".
+    """
+    ell = as_integer_array(length, "length", minimum=0, maximum=10**12)
+    L_max = as_positive_int(max_length, "max_length", maximum=10**12)
+    L_cache = as_positive_int(cache_length, "cache_length", maximum=10**12)
+    if L_cache > L_max:
+        raise ValueError(f"cache_length must be <= max_length, got {L_cache} > {L_max}")
+    return scalar_or_array(np.clip((L_max - L_cache - ell) / L_cache, -1.0, 0.0) + 0.0)
+
+
+def truncated_zero_variance_probability(p, G, truncation_rate):
+    """Zero-variance probability when each completion is cut off at the length limit with
+    probability τ and a cut-off completion scores 0 (it has no final answer).
+
+    A completion then succeeds with probability q = p(1 − τ), so
+
+    Equation: P(zero variance) = q^G + (1 − q)^G, q = p(1 − τ). At τ → 1 every group is
+    all-fail whatever the prompt's pass rate p is.
+
+    Derived in: book/theory/10-dapo.md, "Overlong responses".
+    """
+    p = as_probability(p)
+    tau = as_probability(truncation_rate, "truncation_rate")
+    return zero_variance_probability(p * (1.0 - tau), G)
+
+
+def updates_per_rollout(prompts, G, minibatch_size, num_iterations=1):
+    """Optimizer updates made from one rollout of B prompts × G completions.
+
+    Each update uses ``minibatch_size`` completions, and the rollout is passed over
+    ``num_iterations`` times (TRL's μ):
+
+    Equation: U = μ · B·G / M. U = 1 is on-policy: the ratio π_θ/π_old is 1 and the clip
+    never acts. DAPO's verl recipe: 512 prompts × 16 in minibatches of 32 prompts, U = 16.
+
+    Derived in: book/theory/10-dapo.md, "How off-policy is a step?".
+    """
+    B = as_positive_int(prompts, "prompts", maximum=MAX_COUNT)
+    G = as_positive_int(G, "G", maximum=MAX_GROUP_SIZE)
+    M = as_positive_int(minibatch_size, "minibatch_size", maximum=MAX_COUNT)
+    mu = as_positive_int(num_iterations, "num_iterations", maximum=10**6)
+    if (B * G) % M:
+        raise ValueError(f"minibatch_size must divide prompts × G = {B * G}, got {M}")
+    return mu * (B * G // M)
+
+
+def mean_policy_lag(updates):
+    """Average number of optimizer updates between the policy that sampled a rollout and the
+    policy being updated on it.
+
+    Update k = 0, …, U − 1 of a rollout trains a policy k updates ahead of π_old, so
+
+    Equation: mean lag = (U − 1)/2 (and at most U − 1). A larger B·G at a fixed minibatch
+    size means more updates per rollout and a more off-policy step.
+
+    Derived in: book/theory/10-dapo.md, "How off-policy is a step?".
+    """
+    U = as_positive_int(updates, "updates", maximum=MAX_COUNT * MAX_GROUP_SIZE)
+    return (U - 1) / 2
+
+
+def std_scaled_gradient_factor(p, G, ddof=1, eps=1e-4):
+    """The factor by which GRPO's std division multiplies a prompt's expected gradient.
+
+    For 0/1 rewards, completion i's advantage depends only on its own reward and the count j
+    of successes among the other G − 1, and E[∇log π · 1{r = 1}] = ∇p = −E[∇log π · 1{r = 0}].
+    So the expected group gradient is c_G(p)·∇p(x), with
+
+    Equation: c_G(p) = E_{j ~ Bin(G−1, p)}[A⁺(j + 1) − A⁻(j)], A± from
+    :func:`binary_advantages` (0 for a zero-variance group). Without the std division c = 1
+    for RLOO and (G − 1)/G for GRPO's centring; with it c_G(p) → 1/σ = 1/√(p(1 − p)) as G
+    grows: a G-dependent reweighting of prompts (Dr. GRPO's difficulty bias).
+
+    Derived in: book/theory/06-normalization.md, "The std division reweights prompts".
+    """
+    p = as_probability(p)
+    G = as_positive_int(G, "G", minimum=2, maximum=100_000)
+    ddof = as_ddof(ddof)
+    eps = as_real_scalar(eps, "eps", maximum=1.0)
+    j = np.arange(G)                                   # successes among the other G − 1
+    # zero-variance groups (k = 0 or G) divide by eps alone before being set to 0
+    with np.errstate(over="ignore"):
+        a_pos, _ = binary_advantages(j + 1, G, ddof=ddof, eps=eps)
+        _, a_neg = binary_advantages(j, G, ddof=ddof, eps=eps)
+    weights = stats.binom.pmf(j, G - 1, p[..., None])
+    return scalar_or_array(np.sum(weights * (np.asarray(a_pos) - np.asarray(a_neg)), axis=-1))

@@ -484,6 +484,81 @@ def _temperature_readouts(T, G):
     }
 
 
+# ---- ch. 08–10: policy gradients, loss aggregation, DAPO
+CRITIC_C1_VALUES = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
+CRITIC_COST_VALUES = (0.1, 0.25, 0.5, 1.0, 2.0)
+CRITIC_ERROR_VALUES = (0.0, 0.1, 0.25, 0.5, 1.0, 2.0)
+CRITIC_G_VALUES = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+CRITIC_G_AXIS = np.unique(np.round(np.geomspace(2, 64, 24)).astype(int))
+#: G searched for the group estimator's best G in the readouts.
+CRITIC_G_SEARCH = np.arange(2, 1025)
+
+
+def _critic_curves(c1, critic_cost, critic_error):
+    G = CRITIC_G_AXIS
+    group = np.asarray(theory.group_budget_mse(G, c1, 1.0, 1))
+    critic = theory.critic_budget_mse(c1, 1.0, critic_cost, critic_error, 1)
+    return G, {"group baseline (RLOO), G completions per prompt": group,
+               "critic, one completion per prompt": np.full(G.shape, critic)}
+
+
+def _critic_readouts(c1, critic_cost, critic_error, G):
+    search = np.asarray(theory.group_budget_mse(CRITIC_G_SEARCH, c1, 1.0, 1))
+    critic = theory.critic_budget_mse(c1, 1.0, critic_cost, critic_error, 1)
+    return {
+        "N·MSE, group at the slider's G": theory.group_budget_mse(int(G), c1, 1.0, 1),
+        "N·MSE, critic": critic,
+        "best G for the group": float(CRITIC_G_SEARCH[int(np.argmin(search))]),
+        "N·MSE, group at its best G": float(search.min()),
+        "critic / best group (< 1: the critic wins)": critic / float(search.min()),
+    }
+
+
+BETA_VALUES = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+
+
+def _normaliser_curves(a, b):
+    G = G_AXIS
+    share = 1.0 - np.asarray(theory.beta_zero_variance_probability(G, a, b))
+    return G, {"s(G), zero-variance groups counted (every loss_type)": share,
+               "s = 1 with dynamic sampling (zero-variance groups dropped)": np.ones(G.shape)}
+
+
+def _normaliser_readouts(a, b, G):
+    def share(g):
+        return 1.0 - theory.beta_zero_variance_probability(g, a, b)
+
+    return {
+        "zero-variance fraction E[p^G + (1−p)^G]": theory.beta_zero_variance_probability(G, a, b),
+        "step scale s(G)": share(G),
+        "s(G) / s(2): step relative to G = 2": share(G) / share(2),
+        "s(32) / s(G): how much larger G = 32's step is": share(32) / share(G),
+    }
+
+
+TAU_VALUES = _grid(0.0, 1.0, 0.1)
+TRUNCATION_P_VALUES = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+
+
+def _truncation_curves(p, tau):
+    G = G_AXIS
+    return G, {
+        "P(zero variance), truncation rate τ":
+            np.asarray(theory.truncated_zero_variance_probability(p, G, tau)),
+        "P(zero variance) without truncation (τ = 0)":
+            np.asarray(theory.zero_variance_probability(p, G)),
+    }
+
+
+def _truncation_readouts(p, tau, G):
+    return {
+        "effective pass rate q = p(1 − τ)": p * (1.0 - tau),
+        "P(zero variance) with truncation": theory.truncated_zero_variance_probability(p, G, tau),
+        "P(zero variance) without truncation": theory.zero_variance_probability(p, G),
+        "P(all G truncated) = τ^G": float(tau) ** int(G),
+    }
+
+
 EXPLORERS: dict[str, Explorer] = {e.key: e for e in [
     Explorer(
         key="grpo-in-one-page",
@@ -564,5 +639,46 @@ EXPLORERS: dict[str, Explorer] = {e.key: e for e in [
         curves=_temperature_curves, readouts=_temperature_readouts,
         caption="An illustrative policy over five distinct answers with logits "
                 f"{list(TEMPERATURE_LOGITS)} at T = 1, sampled with softmax(logits / T).",
+    ),
+    # ---- ch. 08–10: policy gradients, loss aggregation, DAPO
+    Explorer(
+        key="critic-or-group",
+        title="Why no critic? Gradient error at equal compute: a critic or a group of G",
+        xlabel="group size G", ylabel="N · MSE (units of c₂)", logx=True, logy=True,
+        sliders=(Slider("c1", "c₁ / c₂: how much prompts disagree", CRITIC_C1_VALUES, 0.01),
+                 Slider("critic_cost", "critic cost c (its size / the policy's)",
+                        CRITIC_COST_VALUES, 1.0),
+                 Slider("critic_error", "critic error e (squared error / σ²)",
+                        CRITIC_ERROR_VALUES, 0.0),
+                 _g_slider(8, CRITIC_G_VALUES)),
+        curve_sliders=("c1", "critic_cost", "critic_error"), marker="G",
+        curves=_critic_curves, readouts=_critic_readouts,
+        caption="MSE_group = [c₁G + c₂ + (c₂ + 2c₁)/(G − 1)]/N and "
+                "MSE_critic = (1 + c)(1 + e)(c₁ + c₂)/N (one completion per prompt), with "
+                "κ = 1 and ‖∇J‖² ≪ c₁.",
+    ),
+    Explorer(
+        key="loss-normaliser",
+        title="How G enters the loss normaliser: the informative share s(G)",
+        xlabel="group size G", ylabel="share of the normaliser", logx=True, ylim=(0.0, 1.0),
+        sliders=(Slider("a", "Beta prior a (pass rates p ~ Beta(a, b))", BETA_VALUES, 1.0),
+                 Slider("b", "Beta prior b", BETA_VALUES, 2.0),
+                 _g_slider(8, tuple(range(2, 65)))),
+        curve_sliders=("a", "b"), marker="G",
+        curves=_normaliser_curves, readouts=_normaliser_readouts,
+        caption="Zero-variance groups count in every TRL loss_type's denominator, so at a "
+                "fixed learning rate the step scales with s(G) = E[1 − p^G − (1 − p)^G].",
+    ),
+    Explorer(
+        key="overlong-truncation",
+        title="Truncation makes groups constant: P(zero variance) with q = p(1 − τ)",
+        xlabel="group size G", ylabel="probability", logx=True, ylim=(0.0, 1.0),
+        sliders=(Slider("p", "pass rate p if nothing were cut off", TRUNCATION_P_VALUES, 0.5),
+                 Slider("tau", "truncation rate τ", TAU_VALUES, 0.9),
+                 _g_slider(16, CRITIC_G_VALUES)),
+        curve_sliders=("p", "tau"), marker="G",
+        curves=_truncation_curves, readouts=_truncation_readouts,
+        caption="A completion cut off at the length limit scores 0; at τ → 1 every group is "
+                "all-fail whatever p and G are.",
     ),
 ]}

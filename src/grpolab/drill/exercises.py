@@ -716,6 +716,138 @@ def _build() -> dict[str, Exercise]:
                                     "0.3, 0.3]: its std is ~3e-17, not 0. Use a tolerance.")],
                          what="zero_variance"),
         topic="degenerate-groups", func_name="zero_variance"))
+
+    # -- ch. 08–10: policy gradients, loss aggregation, DAPO ------------------------------
+    ex.append(Exercise(
+        "derive-optimal-constant-baseline", "derivation", "The best constant baseline",
+        "A softmax policy over two answers puts probability $p$ on the correct one (reward 1) "
+        "and $1-p$ on the wrong one (reward 0). Derive the constant baseline $b$ that "
+        "minimises the second moment $\\mathbb E\\|(r-b)\\nabla_z\\log\\pi\\|^2$ of "
+        "REINFORCE's gradient. Hand in `f(p)`.",
+        "With $\\nabla_z\\log\\pi(a) = e_a - \\pi$: $\\|e_1-\\pi\\|^2 = 2(1-p)^2$ and "
+        "$\\|e_2-\\pi\\|^2 = 2p^2$, so the second moment is "
+        "$2p(1-p)\\,[(1-b)^2(1-p) + b^2 p]$. Setting its derivative in $b$ to zero gives "
+        "$b^\\ast = 1 - p$: the mean reward $p$ is not the variance-minimising baseline "
+        "when the reward is correlated with the score's size "
+        "(`theory.optimal_constant_baseline`; ch. 08).",
+        answer=lambda p: 1 - p,
+        wrong_answer=lambda p: p,
+        checker=function(lambda p: theory.optimal_constant_baseline(
+                             [math.log(p), math.log(1 - p)], [1.0, 0.0]),
+                         [(0.1,), (0.3,), (0.5,), (0.8,), (0.95,)],
+                         why="b* = E[r‖∇log π‖²]/E[‖∇log π‖²] = 1 − p for this policy.",
+                         mistakes=[(lambda p: p,
+                                    "p is the mean reward μ. It minimises E[(r − b)²], not "
+                                    "E‖(r − b)∇log π‖²: here the rarer answer has the larger "
+                                    "score, which pulls b* towards its reward.")]),
+        topic="reinforce-to-grpo"))
+    ex.append(Exercise(
+        "card-why-no-critic", "conceptual", "Why does GRPO have no critic?",
+        "An interviewer asks why GRPO drops PPO's value model. Which answer is right?",
+        "(c). A critic of the policy's size is a second trained model (about twice the "
+        "training compute per completion and the trained models' memory), and with one reward "
+        "at the last token it is hard to make its value accurate at every token "
+        "(DeepSeekMath §4.1). The group mean gives a baseline for free per completion; the "
+        "price is G ≥ 2 samples per prompt. It is not unbiased for free: GRPO's mean includes "
+        "rᵢ, so it scales the gradient by (G−1)/G, and the std division reweights prompts.",
+        answer="c", wrong_answer="a",
+        choices={"a": "because the group mean is an exact, unbiased estimate of the value of "
+                 "every token", "b": "because a critic would bias the policy gradient",
+                 "c": "because a same-size critic roughly doubles the trained models and is "
+                 "hard to fit per token from a last-token reward, while the group gives a "
+                 "baseline at the price of G ≥ 2 samples per prompt",
+                 "d": "because GRPO uses no baseline at all"},
+        checker=choice("c", {
+            "a": "No: the group mean estimates the prompt's value only (one number per "
+                 "completion, not per token), and GRPO's mean includes rᵢ itself.",
+            "b": "No: a critic V(s_t) that depends only on the state is an unbiased baseline "
+                 "(GAE with λ = 1); GAE's λ < 1 trades some bias for variance.",
+            "c": "Right: cost and accuracy of the critic against G samples (DeepSeekMath §4.1; "
+                 "ch. 08 prices both at equal compute).",
+            "d": "No: the group mean is GRPO's baseline."}),
+        topic="reinforce-to-grpo"))
+    share = 24 * 4 * 10 * float(theory.loss_token_weights([10] * (64 * 4), "dapo")[0])
+    ex.append(Exercise(
+        "loss-dilution-40-of-64", "numeric", "Zero-variance groups in the normaliser",
+        "A step has 64 groups of $G = 4$ completions, all 10 tokens long; 40 groups are "
+        "zero-variance. With `loss_type=\"dapo\"` and $\\beta = 0$, by what factor is the "
+        "step smaller than the same step computed over the 24 informative groups alone?",
+        "The zero-variance groups add 0 to the numerator but $40 \\cdot 4 \\cdot 10$ tokens "
+        "to the denominator: the factor is $24/64 = 0.375$, the informative share "
+        "$s$ of ch. 09. It grows with G, so at a fixed learning rate a larger G takes larger "
+        "steps.",
+        answer=round(share, 4), wrong_answer=0.625,
+        checker=numeric(share, rel=0.005,
+                        why="s = informative tokens / all tokens = 960/2560 = 0.375.",
+                        hint="the numerator is the same; count the tokens in the denominator.",
+                        mistakes=[(0.625, "0.625 is the zero-variance fraction; the step is "
+                                   "scaled by the informative share, 1 − 0.625."),
+                                  (1.0, "TRL's dapo normaliser counts every completion token "
+                                   "of the generation batch, zero-variance groups included; "
+                                   "only dropping them (dynamic sampling) gives 1.")]),
+        topic="loss-aggregation"))
+    ex.append(Exercise(
+        "derive-sequence-ratio", "derivation", "GSPO's sequence-level ratio",
+        "A completion of $n$ tokens has token log-ratios "
+        "$\\log\\rho_t = \\log\\pi_\\theta(o_t) - \\log\\pi_\\text{old}(o_t)$ summing to "
+        "$S$. Write GSPO's sequence-level importance ratio as a function of $S$ and $n$. "
+        "Hand in `f(S, n)`.",
+        "$s = (\\pi_\\theta(o)/\\pi_\\text{old}(o))^{1/n} = \\exp(S/n)$: the geometric mean "
+        "of the token ratios (GSPO, arXiv 2507.18071; TRL's "
+        "`importance_sampling_level=\"sequence\"`). Without the $1/n$ the ratio of a long "
+        "completion would be extreme and clipping would keep almost nothing.",
+        answer=lambda S, n: math.exp(S / n),
+        wrong_answer=lambda S, n: math.exp(S),
+        checker=function(theory.sequence_importance_ratio,
+                         [(-0.5, 10), (0.3, 3), (0.0, 7), (1.2, 40), (-2.0, 1)],
+                         why="s = exp(S/n), the length-normalised sequence ratio.",
+                         mistakes=[(lambda S, n: math.exp(S),
+                                    "exp(S) is the raw sequence ratio π_θ(o)/π_old(o); GSPO "
+                                    "normalises it by the length: exp(S/n)."),
+                                   (lambda S, n: S / n,
+                                    "S/n is the log of the ratio; exponentiate it.")]),
+        topic="loss-aggregation"))
+    ref = float(theory.clipped_probability_bound(0.02, 0.28))
+    ex.append(Exercise(
+        "clip-higher-p002", "numeric", "How far can a rare token rise?",
+        "A token has probability $\\pi_\\text{old} = 0.02$ under the policy that sampled the "
+        "rollout and a positive advantage. With DAPO's $\\epsilon_\\text{high} = 0.28$, what "
+        "is the largest probability it can reach before the clip zeroes its gradient?",
+        "For $A > 0$ the clipped surrogate is flat once $\\rho > 1 + \\epsilon_\\text{high}$, "
+        "so $\\pi \\le (1 + 0.28)\\cdot 0.02 = 0.0256$ (0.024 with the symmetric "
+        "$\\epsilon = 0.2$). The bound is relative: it holds rare tokens back and lets common "
+        "ones reach 1, which is how a tight upper clip feeds entropy collapse (ch. 10).",
+        answer=round(ref, 5), wrong_answer=0.024,
+        checker=numeric(ref, rel=0.005,
+                        why="π_max = min(1, (1 + ε_high) π_old) = 1.28 × 0.02 = 0.0256.",
+                        hint="the clip bounds the ratio π/π_old from above by 1 + ε_high.",
+                        mistakes=[(0.024, "0.024 uses ε = 0.2, the symmetric clip; DAPO's upper "
+                                   "bound is ε_high = 0.28."),
+                                  (0.3, "0.02 + 0.28 adds ε to the probability; the clip bounds "
+                                   "the ratio, so multiply by 1 + ε_high.")]),
+        topic="dapo"))
+    ex.append(Exercise(
+        "derive-truncated-zero-variance", "derivation", "Zero-variance groups from truncation",
+        "Each completion is cut off at the length limit with probability $\\tau$ and then "
+        "scores 0; otherwise it is right with probability $p$, independently. Derive the "
+        "probability that a group of $G$ has zero variance. Hand in `f(p, G, tau)`.",
+        "A completion scores 1 with probability $q = p(1-\\tau)$, so the group is constant "
+        "with probability $q^G + (1-q)^G$. At $\\tau \\to 1$ it tends to 1 for every $p$ and "
+        "$G$: truncation makes zero-variance groups that no G rescues "
+        "(`theory.truncated_zero_variance_probability`; ch. 10).",
+        answer=lambda p, G, tau: (p * (1 - tau)) ** G + (1 - p * (1 - tau)) ** G,
+        wrong_answer=lambda p, G, tau: p ** G + (1 - p) ** G,
+        checker=function(theory.truncated_zero_variance_probability,
+                         [(0.5, 4, 0.3), (0.2, 16, 0.0), (0.9, 8, 0.5), (0.6, 2, 0.95),
+                          (0.3, 32, 1.0)],
+                         why="q^G + (1−q)^G with q = p(1 − τ).",
+                         mistakes=[(lambda p, G, tau: p ** G + (1 - p) ** G,
+                                    "That ignores truncation: a cut-off completion scores 0, so "
+                                    "the success probability is p(1 − τ), not p."),
+                                   (lambda p, G, tau: (1 - p * (1 - tau)) ** G,
+                                    "That is only the all-fail term; all-pass groups are "
+                                    "constant too: add q^G.")]),
+        topic="dapo"))
     return {e.id: e for e in ex}
 
 
@@ -931,6 +1063,10 @@ def render_workbook() -> str:
             # Four backticks: solutions contain ``` code blocks of their own.
             parts.append(f"\n````{{admonition}} Solution\n:class: dropdown\n\n{ex.solution}\n"
                          "````\n")
+    parts.append("\n## What to read next\n\n- {doc}`04-one-page-sheet` for the formulas these "
+                 "exercises drill.\n- {doc}`01-model-answers` for the interview answers, and "
+                 "`grpolab drill` for a mock interview with rubrics.\n- The theory chapter of "
+                 "each exercise's topic (linked above) for its derivation.\n")
     return "".join(parts)
 
 

@@ -82,8 +82,8 @@ FORMULAS: tuple[Formula, ...] = (
     F("gradient_variance_inflation", "Baseline-estimation inflation",
       r"\frac{\mathbb E\lVert g_i\rVert^2}{\mathbb E\lVert g_i^{\mathrm{oracle}}\rVert^2} \approx "
       r"1 + \frac{1}{G-1} = \frac{G}{G-1}",
-      "A leave-one-out baseline adds σ²/(G−1)·E‖∇log π‖² to a completion's gradient second "
-      "moment: ×2 at G = 2, ×1.14 at G = 8.",
+      "RLOO's per-completion price (κ = 1): ×2 at G = 2, ×1.14 at G = 8. GRPO's mean has the "
+      "same noise-to-signal, not this raw moment.",
       _BV, "How G enters the gradient's variance", on_sheet=True),
     F("minibatch_gradient_mse", "Minibatch gradient MSE",
       r"\mathrm{MSE}(B, G) = \frac{c_1}{B} + \frac{c_2}{BG} + \frac{c_3}{BG^2}",
@@ -184,6 +184,12 @@ FORMULAS: tuple[Formula, ...] = (
       "k of G correct, d = ddof. TRL, verl and OpenRLHF use d = 1: G = 4, k = 1 gives 1.5 "
       "(1.73 with ddof = 0).",
       "theory/06-normalization", "Binary rewards in closed form", on_sheet=True),
+    F("std_scaled_gradient_factor", "What the std division does to a prompt's gradient",
+      r"\mathbb E[\hat g(x)] = c_G(p)\,\nabla p(x),\quad c_G(p) = \mathbb E_{j\sim"
+      r"\mathrm{Bin}(G-1,p)}\big[A^+(j+1) - A^-(j)\big] \to \frac{1}{\sigma}",
+      "0/1 rewards: RLOO has c = 1; std scaling multiplies prompt x's expected gradient by "
+      "c_G(p), which depends on G and tends to 1/σ(x).",
+      "theory/06-normalization", "The std division reweights prompts"),
     F(None, "ddof = 0 vs ddof = 1",
       r"\frac{A_{\mathrm{ddof}=0}}{A_{\mathrm{ddof}=1}} = \sqrt{\frac{G}{G-1}}",
       "np.std (ddof = 0) gives larger advantages than the frameworks' unbiased std: 1.15× at "
@@ -195,6 +201,74 @@ FORMULAS: tuple[Formula, ...] = (
       "m is the top answer's probability; at low temperature m → 1 and the group's rewards "
       "are constant.",
       "theory/07-temperature", "When a group collapses", on_sheet=True),
+    # -- ch. 08–10: policy gradients, loss aggregation, DAPO -----------------------------
+    F("softmax_policy_gradient", "Score-function identity",
+      r"\nabla J = \mathbb E\big[(r - b)\,\nabla\log\pi(o)\big],\quad "
+      r"\nabla_z J = \pi \odot (r - \pi\cdot r)",
+      "Any baseline b that does not depend on o leaves the gradient unbiased.",
+      "theory/08-reinforce-to-grpo", "The score-function identity", on_sheet=True),
+    F("reinforce_second_moment", "What a baseline changes",
+      r"\mathbb E\lVert (r-b)\nabla\log\pi\rVert^2 = \sum_a \pi_a\big[(r_a - \bar b)^2 + "
+      r"\mathrm{Var}(b)\big]\lVert e_a - \pi\rVert^2",
+      "Softmax policy, b independent of the sample: constant, critic (Var = its error) or "
+      "leave-one-out (Var = σ²/(G−1)).",
+      "theory/08-reinforce-to-grpo", "A baseline changes the variance"),
+    F("optimal_constant_baseline", "Variance-minimising constant baseline",
+      r"b^* = \frac{\mathbb E[r\,\lVert\nabla\log\pi\rVert^2]}{\mathbb E\lVert\nabla\log\pi"
+      r"\rVert^2}",
+      "The mean reward only when r is uncorrelated with the score's size; 1 − p for two "
+      "actions with π = (p, 1 − p), r = (1, 0).",
+      "theory/08-reinforce-to-grpo", "A baseline changes the variance"),
+    F("gae_advantages", "Generalized advantage estimation",
+      r"A_t = \sum_{l \ge 0} (\gamma\lambda)^l \delta_{t+l},\quad "
+      r"\delta_t = r_t + \gamma V(s_{t+1}) - V(s_t)",
+      "PPO's per-token advantage; γ = λ = 1 gives R − V(s_t), GRPO one Aᵢ per completion.",
+      "theory/08-reinforce-to-grpo", "PPO's critic and GAE", on_sheet=True),
+    F("critic_budget_mse", "A critic at a fixed budget",
+      r"\mathrm{MSE}_{\text{critic}} = \frac{(1 + c)(1 + e)(c_1 + c_2)}{N}",
+      "One completion per prompt; the critic costs c policy-equivalents and errs by e·σ² "
+      "(κ = 1, ‖∇J‖² ≪ c₁).",
+      "theory/08-reinforce-to-grpo", "Why no critic? A critic against G samples"),
+    F("group_budget_mse", "The group baseline at a fixed budget",
+      r"\mathrm{MSE}_{\text{group}} = \frac{c_1 G + c_2 + (c_2 + 2c_1)/(G-1)}{N}",
+      "Leave-one-out groups of G, with c₃ = c₂ + 2c₁ (same closure): compare with the critic.",
+      "theory/08-reinforce-to-grpo", "Why no critic? A critic against G samples"),
+    F("loss_token_weights", "Per-token weight of each loss_type",
+      r"w_i = \tfrac{1}{n\lvert o_i\rvert}\ (\texttt{grpo}),\ "
+      r"\tfrac{1}{\sum_j \lvert o_j\rvert}\ (\texttt{dapo}, \texttt{bnpo}),\ "
+      r"\tfrac{1}{n L_{\max}}\ (\texttt{dr\_grpo})",
+      "n and Σ|oⱼ| count zero-variance groups too; grpo favours short right answers.",
+      "theory/09-loss-aggregation", "Four ways to average the tokens", on_sheet=True),
+    F("informative_share", "How G enters the normaliser",
+      r"s(G) = \frac1J\sum_{j=1}^J \big[1 - p_j^G - (1-p_j)^G\big]",
+      "The step's scale at a fixed lr; it grows with G, a confound in any G comparison.",
+      "theory/09-loss-aggregation", "How G enters the normaliser", on_sheet=True),
+    F("sequence_importance_ratio", "GSPO's sequence-level ratio",
+      r"s_i = \Big(\frac{\pi_\theta(o_i)}{\pi_{\text{old}}(o_i)}\Big)^{1/\lvert o_i\rvert}"
+      r" = \exp\Big(\frac{1}{\lvert o_i\rvert}\sum_t \log\rho_{i,t}\Big)",
+      "The geometric mean of the token ratios; one clip per completion (arXiv 2507.18071).",
+      "theory/09-loss-aggregation", "GSPO: one ratio per sequence"),
+    F("clipped_probability_bound", "Clip-higher",
+      r"\pi_{\max} = \min\big(1,\ (1 + \varepsilon_{\text{high}})\,\pi_{\text{old}}\big)",
+      "The upper clip caps rare tokens: 0.01 → 0.012 at ε = 0.2, 0.0128 at 0.28 (DAPO).",
+      "theory/10-dapo", "Clip-higher and entropy collapse", on_sheet=True),
+    F("soft_overlong_penalty", "Soft overlong punishment",
+      r"R_{\text{len}}(\ell) = \mathrm{clip}\Big(\frac{L_{\max} - L_{\text{cache}} - \ell}"
+      r"{L_{\text{cache}}},\ -1,\ 0\Big)",
+      "DAPO's ramp from 0 to −1 over the last L_cache tokens before the length limit.",
+      "theory/10-dapo", "Overlong responses"),
+    F("truncated_zero_variance_probability", "Zero-variance groups from truncation",
+      r"P(\text{zero var.}) = q^G + (1-q)^G,\quad q = p\,(1 - \tau)",
+      "A cut-off completion scores 0: at truncation rate τ → 1 every group is all-fail.",
+      "theory/10-dapo", "Overlong responses"),
+    F("updates_per_rollout", "Updates per rollout",
+      r"U = \mu\,\frac{B\,G}{M}",
+      "μ passes over B·G completions in minibatches of M; U = 1 is on-policy.",
+      "theory/10-dapo", "How off-policy is a step?"),
+    F("mean_policy_lag", "Policy lag",
+      r"\bar k = \frac{U - 1}{2}",
+      "Average updates between the sampling policy and the one being trained.",
+      "theory/10-dapo", "How off-policy is a step?"),
 )
 
 
@@ -318,6 +392,9 @@ def render_sheet() -> str:
                  "|---|---|\n")
     for item in sheet_wrong_answers():
         parts.append(f"| \"{_cell(item['trap'])}\" | {_cell(item['why_wrong'])} |\n")
+    parts.append("\n## What to read next\n\nThe {doc}`key equations <../appendix/key-equations>` "
+                 "for every formula with its derivation, and the {doc}`model answers "
+                 "<01-model-answers>` for the answers these lines condense.\n")
     return "".join(parts)
 
 
