@@ -240,16 +240,23 @@ def mixed_group_advantages(rewards, group_sizes, *, scale: str = "group",
 
     Derived in: book/labs/03-remedies.md (adaptive G).
     """
+    if isinstance(group_sizes, str) or not hasattr(group_sizes, "__iter__"):
+        raise ValueError(f"group_sizes must be a list of group sizes, got {group_sizes!r}")
     sizes = [as_positive_int(g, "group_sizes") for g in group_sizes]
+    if not sizes:
+        raise ValueError("group_sizes must name at least one group")
+    scale = as_choice(scale, "scale", SCALES)
     kw = dict(scale=scale, baseline=baseline, ddof=ddof, eps=eps)
     distinct = sorted(set(sizes))
     if len(distinct) == 1:
         return group_advantages(rewards, distinct[0], **kw)
     if scale == "batch":
         raise ValueError("scale_rewards='batch' needs one group size per step")
-    if sum(sizes) != len(rewards):
-        raise ValueError(f"group_sizes sum to {sum(sizes)}, but there are {len(rewards)} "
-                         "rewards")
+    if not _is_torch(rewards):
+        rewards = as_real_array(rewards, "rewards", allow_bool=True).astype(float)
+    if rewards.ndim != 1 or sum(sizes) != rewards.shape[0]:
+        raise ValueError(f"group_sizes sum to {sum(sizes)}, but rewards has shape "
+                         f"{tuple(rewards.shape)} (flat, one reward per completion)")
     starts = np.cumsum([0] + sizes)[:-1]  # first row of each group
     out = rewards * 0  # zeros of the input's type (numpy or torch), every row set below
     for g in distinct:
