@@ -109,8 +109,12 @@ class GRPOConfig:
     # ---- measurement
     eval_every: int = 1280
     """completions between held-out evaluations (and one at the end)"""
+    eval_at: list[int] | None = None
+    """evaluate when the completions consumed first reach each of these counts, and at the
+    end (a schedule, e.g. evenly spaced in log(compute)); None: every eval_every"""
     eval_samples: int = 4
-    """sampled completions per held-out prompt for sampled accuracy (pass@1)"""
+    """sampled completions per held-out prompt for sampled accuracy (pass@1; also the n of
+    the unbiased pass@k estimate, so pass@k is reported for k up to eval_samples)"""
     census_samples: int | None = None
     """samples per training prompt in the starting policy's pass-rate census (None:
     max(G, 8))"""
@@ -174,6 +178,12 @@ class GRPOConfig:
         if self.completion_budget is not None and self.completion_budget < self.num_generations:
             raise bad_field("completion_budget", f"({self.completion_budget}) is smaller than one "
                        f"group of {self.num_generations}")
+        if self.eval_at is not None and (
+                not isinstance(self.eval_at, list | tuple) or not self.eval_at
+                or any(not _is_count(c) for c in self.eval_at)
+                or list(self.eval_at) != sorted(set(self.eval_at))):
+            raise bad_field("eval_at", "must be an increasing list of completion counts >= 1 "
+                            f"or unset, got {self.eval_at!r}")
         if not isinstance(self.device, str) or not (
                 self.device in ("auto", "cpu", "cuda") or (
                     self.device.startswith("cuda:") and self.device[5:].isdigit())):
@@ -240,6 +250,10 @@ RULES: dict[str, Rule] = {
     "epsilon_high": Rule("real", 0, optional=True),
     "top_p": Rule("real", 0, 1, low_open=True),
 }
+
+
+def _is_count(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, int) and 1 <= v <= MAX_COUNT
 
 
 def apply_overrides(config: GRPOConfig, overrides: Mapping | None = None, /,

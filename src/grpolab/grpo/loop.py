@@ -27,6 +27,7 @@ Derived in: book/theory/01-grpo-in-one-page.md (the objective); book/labs/01-g-s
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 import os
 from dataclasses import dataclass, field
@@ -163,6 +164,15 @@ class RunState:
         return Batch(roll, rw, [i for i, _ in order], [g for _, g in order], len(rw), info or {})
 
 
+def eval_schedule(config: GRPOConfig):
+    """The completion counts at which held-out evaluations fall due, in order: ``eval_at``,
+    else every ``eval_every`` completions (the run also evaluates at its end)."""
+    if config.eval_at:
+        yield from config.eval_at
+        yield from itertools.repeat(math.inf)
+    yield from itertools.count(config.eval_every, config.eval_every)
+
+
 @torch.no_grad()
 def kl_to(model, reference, roll: Rollout, temperature: float) -> float:
     """Mean per-token k3 estimate of KL(π_θ ‖ π_ref) on a rollout's completions."""
@@ -212,7 +222,8 @@ def train(config: GRPOConfig, out_dir: str | os.PathLike, *, cache_dir: str | No
 
     log = RunLog(setup.out_dir)
     log.write({"step": 0, "completions": 0, "tokens": 0, "seconds": 0.0, **held_out()})
-    next_eval, last_roll = config.eval_every, None
+    schedule = eval_schedule(config)
+    next_eval, last_roll = next(schedule), None
     budget = config.completion_budget
     bar = tqdm(total=budget or config.steps, disable=not progress, leave=False,
                desc=f"{batches.name} G={config.num_generations} seed={config.seed}")
@@ -255,7 +266,7 @@ def train(config: GRPOConfig, out_dir: str | os.PathLike, *, cache_dir: str | No
                                                 config.temperature)
             rec.update(held_out())
             while next_eval <= state.completions:
-                next_eval += config.eval_every
+                next_eval = next(schedule)
         batches.after_step(state, batch)
         rec["seconds"] = log.elapsed()
         log.write(rec)

@@ -31,7 +31,12 @@ def evaluate(model, tokenizer, task, prompts, *, samples: int, temperature: floa
              top_p: float, max_new_tokens: int, generator=None) -> dict:
     """Held-out accuracy: greedy (one completion each) and sampled (``samples`` each, i.e.
     pass@1 estimated from ``samples`` draws), overall and per difficulty. Accuracy uses
-    ``task.correct``, never a noisy reward."""
+    ``task.correct``, never a noisy reward.
+
+    Also per prompt, in the order of ``prompts``: ``eval_sampled_successes`` (how many of the
+    ``samples`` were right: the c of the unbiased pass@k estimate,
+    :func:`grpolab.theory.pass_at_k`, for every k ≤ samples) and ``eval_greedy_correct``
+    (0/1), so that an interval can resample prompts as well as seeds."""
     texts = [p.text for p in prompts]
     greedy = sample(model, tokenizer, texts, 1, max_new_tokens=max_new_tokens, temperature=0)
     g_ok = np.array([task.correct(p, s) for p, s in zip(prompts, greedy.texts, strict=True)], float)
@@ -42,7 +47,9 @@ def evaluate(model, tokenizer, task, prompts, *, samples: int, temperature: floa
     diff = np.array([p.difficulty for p in prompts])
     out = {"eval_greedy_accuracy": float(g_ok.mean()),
            "eval_sampled_accuracy": float(s_ok.mean()),
-           "eval_greedy_accuracy_by_difficulty": {}, "eval_sampled_accuracy_by_difficulty": {}}
+           "eval_greedy_accuracy_by_difficulty": {}, "eval_sampled_accuracy_by_difficulty": {},
+           "eval_sampled_successes": s_ok.sum(1).astype(int).tolist(),
+           "eval_greedy_correct": g_ok.astype(int).tolist()}
     for d in sorted(set(diff.tolist())):
         out["eval_greedy_accuracy_by_difficulty"][str(d)] = float(g_ok[diff == d].mean())
         out["eval_sampled_accuracy_by_difficulty"][str(d)] = float(s_ok[diff == d].mean())

@@ -75,6 +75,7 @@ LOGGED_KEYS = (
     # held-out evaluation rows
     "eval_greedy_accuracy", "eval_sampled_accuracy",
     "eval_greedy_accuracy_by_difficulty", "eval_sampled_accuracy_by_difficulty",
+    "eval_sampled_successes", "eval_greedy_correct",
 )
 
 #: TRL's logged metric → our name. TRL's clip ratios count tokens with ratio < 1 − ε and

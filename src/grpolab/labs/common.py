@@ -14,7 +14,8 @@ from grpolab.grpo.config import GRPOConfig
 from grpolab.grpo.warmstart import WarmStartConfig
 
 __all__ = ["TASK_KWARGS", "COMPLETIONS_PER_STEP", "GROUP_SIZES", "CENSUS_SEED", "TINY_BASE",
-           "save_figure", "committed_results_dir"]
+           "WEAK_WARMSTART_STEPS", "HARD_LEVELS", "HARD_OVERRIDES", "DR_GRPO", "save_figure",
+           "committed_results_dir"]
 
 #: The task every tiny-model lab shares: sums of 1- to 4-digit numbers. The warm start sees
 #: all four levels; each regime or remedy trains and evaluates on some of them.
@@ -29,6 +30,23 @@ GROUP_SIZES = (2, 4, 8, 16, 32)
 
 #: Seed of every lab's pass-rate census of the warm start (runs of any seed share it).
 CENSUS_SEED = 12345
+
+#: Supervised steps of the weaker warm start: from it, 2-digit sums are hard by their census
+#: (most prompts pass less than 10% of the time, few never), which the standard warm start
+#: (1500 steps, :data:`TINY_BASE`) does not give on any level (labs/README.md has the census
+#: of every level at both).
+WEAK_WARMSTART_STEPS = 1100
+
+#: The prompts of the regime that is hard by measurement (2-digit sums) and the overrides
+#: that start it from the weaker warm start (its census is checked by
+#: tests/test_lab_numbers.py).
+HARD_LEVELS = [2]
+HARD_OVERRIDES = {"warmstart": {"steps": WEAK_WARMSTART_STEPS}}
+
+#: The estimator the variance theory and its G* are exact for (book/theory/02): no std
+#: division and a G-independent loss normaliser (Dr. GRPO). With it, G changes the
+#: gradient's noise but not its mean, so runs at different G differ only in what G does.
+DR_GRPO = {"scale_rewards": "none", "loss_type": "dr_grpo"}
 
 #: The tiny model's base run: the warm start on :data:`TASK_KWARGS`, 100 steps of AdamW 5e-5,
 #: GRPO on the first 500 training prompts, an evaluation every 20 steps of

@@ -17,8 +17,8 @@ from grpolab.tasks.rewards import REWARDS
 __all__ = ["Remedy", "REMEDY_BASE", "REMEDY_RULES", "SOURCE_NAMES", "lab_config"]
 
 #: The batch sources a lab can name (:data:`grpolab.labs.remedies.sources.SOURCES`).
-SOURCE_NAMES = ("none", "dynamic_sampling", "band", "curriculum", "adaptive_g_card",
-                "adaptive_g_signal", "allocate")
+SOURCE_NAMES = ("none", "dynamic_sampling", "dynamic_sampling_carry", "band", "curriculum",
+                "adaptive_g_card", "adaptive_g_signal", "allocate")
 
 #: The config every remedy lab starts from (a lab item's arms override it): mixed difficulty,
 #: G = 8 × 8 prompts, a fixed budget of 80 steps of 64 completions.
@@ -33,8 +33,8 @@ class Remedy:
     """A remedy lab's own knobs: the batch source and the reward (never GRPO fields)."""
 
     source: str = "none"
-    """how batches are chosen: none, dynamic_sampling, band, curriculum, adaptive_g_card,
-    adaptive_g_signal, allocate"""
+    """how batches are chosen: none, dynamic_sampling, dynamic_sampling_carry, band,
+    curriculum, adaptive_g_card, adaptive_g_signal, allocate"""
     reward: str = "task"
     """task, partial, noisy, length_long or length_short"""
     noise_q: float = 0.0

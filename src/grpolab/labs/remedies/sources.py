@@ -13,6 +13,7 @@ one-subclass-per-variant), registered in :data:`SOURCES` under the name a lab it
 ==================  ==========================================================
 ``none``            uniform batches (the control arm)
 ``dynamic_sampling`` DAPO: draw generation batches until B informative groups
+``dynamic_sampling_carry`` the same, keeping the surplus groups for the next step
 ``band``            prompts whose running pass rate lies in [band_low, band_high]
 ``curriculum``      open harder difficulty levels as the frontier is solved
 ``adaptive_g_card`` the card's "easy prompts G = 4, hard ones 16–32"
@@ -132,6 +133,49 @@ class DynamicSampling(RemedySource):
 
     def summary(self) -> dict:
         return {**super().summary(), "cap_hits": self.cap_hits}
+
+
+@register("dynamic_sampling_carry")
+class DynamicSamplingCarry(DynamicSampling):
+    """Dynamic sampling that keeps its surplus: the informative groups of the last generation
+    batch that did not fit the step are trained on first at the next step (one step off
+    policy), instead of being dropped as verl does. Each step still draws at least one new
+    batch, because the surplus of one batch is at most B − 1 groups."""
+
+    def __init__(self, remedy: Remedy):
+        super().__init__(remedy)
+        self.carried: list[tuple[Batch, int]] = []  # (batch, group index) kept for next step
+        self.carried_used = 0
+
+    def next_batch(self, state: RunState) -> Batch:
+        B, G = state.config.prompts_per_step, state.config.num_generations
+        carried, self.carried = self.carried, []
+        info = {"q_predicted": float(np.mean(theory.informative_probability(
+            np.clip(self.estimates.p, 0.0, 1.0), G))), "carried_groups": len(carried)}
+
+        def draw():
+            batch = state.rollout(state.next_prompts(B), [G] * B)
+            return batch.rewards.reshape(B, G), batch
+
+        res = strategies.dynamic_sampling(draw, B - len(carried), self.remedy.max_batches)
+        for drawn in res.payloads:
+            self.observe(drawn)
+        self.cap_hits += int(res.hit_cap)
+        self.carried_used += len(carried)
+        if res.payloads:  # the surplus: informative groups of the last batch, not kept
+            last = len(res.payloads) - 1
+            kept_last = {gi for b, gi in res.kept if b == last}
+            mask = strategies.informative_groups(res.payloads[last].rewards.reshape(B, G))
+            self.carried = [(res.payloads[last], int(gi)) for gi in np.flatnonzero(mask)
+                            if gi not in kept_last]
+        info.update(generation_batches=res.batches, hit_cap=res.hit_cap,
+                    groups_generated=res.groups_generated,
+                    informative_generated=res.informative_generated)
+        kept = [(b, [gi]) for b, gi in carried] + [(res.payloads[b], [gi]) for b, gi in res.kept]
+        return merge_batches(kept, state.tokenizer.pad_token_id, res.completions, info)
+
+    def summary(self) -> dict:
+        return {**super().summary(), "carried_groups_used": self.carried_used}
 
 
 @register("band")

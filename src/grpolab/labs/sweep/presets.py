@@ -3,11 +3,15 @@
 A sweep trains from one warm start for every (regime, G, seed). A *regime* fixes which
 training prompts GRPO sees and how a step's completions are budgeted:
 
-- ``mixed``: difficulties 1–3, a spread of pass rates (the usual case);
-- ``hard``: difficulty 3 only (3-digit sums). "Hard" is the task's label, not a measured
-  pass rate: the sweep's census measures how often the warm start passes these prompts;
-- ``hard-fixed-prompts``: as ``hard`` but with a fixed number of prompts per step, so a
-  step with larger G costs more completions.
+- ``mixed``: difficulties 1–3 from the standard warm start, a spread of pass rates;
+- ``3-digit``: 3-digit sums only, from the standard warm start. For this model they are
+  *easier* than the mix (its census mean pass rate is higher): the name says what the
+  prompts are, not how hard they are;
+- ``3-digit-fixed-prompts``: as ``3-digit`` but with a fixed number of prompts per step, so
+  a step with larger G costs more completions;
+- ``hard``: 2-digit sums from the weaker warm start
+  (:data:`~grpolab.labs.common.WEAK_WARMSTART_STEPS` supervised steps). Hard by measurement: most prompts' census pass rate is below 0.1, few
+  are never solved (tests/test_lab_numbers.py checks the committed census).
 
 ``mode="budget"`` keeps completions per step fixed (prompts per step = budget / G);
 ``mode="prompts"`` keeps prompts per step fixed. A preset is a :class:`SweepPreset` around a
@@ -29,7 +33,15 @@ from grpolab.grpo.config import (
     check_fields,
 )
 from grpolab.grpo.warmstart import WarmStartConfig
-from grpolab.labs.common import COMPLETIONS_PER_STEP, GROUP_SIZES, TASK_KWARGS, TINY_BASE
+from grpolab.labs.common import (
+    COMPLETIONS_PER_STEP,
+    DR_GRPO,
+    GROUP_SIZES,
+    HARD_LEVELS,
+    HARD_OVERRIDES,
+    TASK_KWARGS,
+    TINY_BASE,
+)
 
 __all__ = ["Regime", "SweepPreset", "PRESETS", "get_preset", "GPU_SMOLLM2_BUDGET"]
 
@@ -160,6 +172,11 @@ _GPU_SMOLLM2 = GRPOConfig(
     scale_rewards="group", temperature=0.7, top_p=1.0, max_completion_length=48,
     eval_every=25 * COMPLETIONS_PER_STEP, eval_samples=4, census_samples=16, device="auto")
 
+#: The compute axis: 8 evaluations evenly spaced in log(completions consumed), at steps 4,
+#: 8, ..., 512 of 64 completions (and the warm start at step 0).
+COMPUTE_STEPS = 512
+COMPUTE_EVALS = [COMPLETIONS_PER_STEP * 2 ** k for k in range(2, 10)]
+
 PRESETS: dict[str, SweepPreset] = {
     "cpu-quick": SweepPreset(
         name="cpu-quick",
@@ -175,8 +192,23 @@ PRESETS: dict[str, SweepPreset] = {
                     "about half an hour on 2 CPU cores.",
         config=apply_overrides(TINY_BASE, eval_samples=8, eval_every=25 * COMPLETIONS_PER_STEP),
         seeds=[0, 1, 2, 3, 4],
-        regimes=[Regime("mixed", [1, 2, 3]), Regime("hard", [3]),
-                 Regime("hard-fixed-prompts", [3], mode="prompts", prompts_per_step=4)],
+        regimes=[Regime("mixed", [1, 2, 3]), Regime("3-digit", [3]),
+                 Regime("3-digit-fixed-prompts", [3], mode="prompts", prompts_per_step=4)],
+    ),
+    "cpu-compute": SweepPreset(
+        name="cpu-compute",
+        description="The compute axis: 5 G values x 5 seeds x 512 steps at 64 completions per "
+                    "step in two regimes (mixed from the standard warm start; hard, 2-digit "
+                    "sums from the weaker one), Dr. GRPO's estimator, held-out pass@k (k <= 64) "
+                    "at 8 checkpoints evenly spaced in log(compute); about 90 minutes on 2 "
+                    "CPU cores.",
+        config=apply_overrides(
+            TINY_BASE, DR_GRPO, steps=COMPUTE_STEPS, eval_at=COMPUTE_EVALS, eval_samples=64,
+            max_eval_prompts=120, census_samples=64),
+        seeds=[0, 1, 2, 3, 4],
+        regimes=[Regime("mixed", [1, 2, 3]),
+                 Regime("hard", list(HARD_LEVELS), overrides=dict(HARD_OVERRIDES))],
+        noise_batches=64,
     ),
     "gpu": SweepPreset(
         name="gpu",
@@ -188,8 +220,8 @@ PRESETS: dict[str, SweepPreset] = {
             warmstart=WarmStartConfig(task="arithmetic", task_kwargs=dict(TASK_KWARGS),
                                       n_layer=4, n_embd=256, n_head=8)),
         seeds=[0, 1, 2, 3, 4],
-        regimes=[Regime("mixed", [1, 2, 3], budget=256), Regime("hard", [3], budget=256),
-                 Regime("hard-fixed-prompts", [3], mode="prompts", prompts_per_step=16,
+        regimes=[Regime("mixed", [1, 2, 3], budget=256), Regime("3-digit", [3], budget=256),
+                 Regime("3-digit-fixed-prompts", [3], mode="prompts", prompts_per_step=16,
                         overrides={"eval_every": 1280})],
         torch_threads=None,
     ),

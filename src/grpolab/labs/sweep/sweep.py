@@ -63,8 +63,12 @@ CENSUS_MIN_SAMPLES = 64
 
 
 def _census_stem(out: str, regime) -> str:
-    """Regimes that train on the same prompts share one census."""
-    return os.path.join(out, f"census-d{'-'.join(map(str, regime.train_difficulties))}")
+    """Regimes that train on the same prompts from the same starting policy share one census
+    (``census-d<levels>``; ``-warm<steps>`` when the regime has its own warm start)."""
+    levels = "-".join(map(str, regime.train_difficulties))
+    warm = regime.overrides.get("warmstart")
+    tag = f"-warm{warm['steps']}" if isinstance(warm, dict) and "steps" in warm else ""
+    return os.path.join(out, f"census-d{levels}{tag}")
 
 
 def _census_path(out: str, regime) -> str:
@@ -320,19 +324,23 @@ def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bo
             "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
         cache = os.path.join(out, "cache")
         start = time.time()
-        # 1. the shared warm start (cached)
-        first = preset.run_config(preset.regimes[0], preset.group_sizes[0], preset.seeds[0])
-        model, tokenizer, _ = load_policy(first, cache, device, progress)
         task = get_task(preset.config.task, **preset.config.task_kwargs)
-        log(f"warm start ready after {time.time() - start:.0f} s")
+        policies: dict = {}  # each regime's starting policy (usually one warm start for all)
 
-        # 2. census of pass rates and the gradient-noise measurement at the warm start, each
-        #    rebuilt when it was made from other inputs
+        # 1. census of pass rates and the gradient-noise measurement at each regime's starting
+        #    policy (the warm start, trained once and cached), each rebuilt when it was made
+        #    from other inputs
         censuses = {}
         noise_path = os.path.join(out, "gradient_noise.json")
         noise = _read_noise(noise_path)
         for regime in preset.regimes:
             cfg = preset.run_config(regime, preset.group_sizes[0], preset.seeds[0])
+            which = (cfg.model, cfg.warmstart_key)
+            if which not in policies:
+                policies[which] = load_policy(cfg, cache, device, progress)[:2]
+                log(f"starting policy of regime {regime.name} ready after "
+                    f"{time.time() - start:.0f} s")
+            model, tokenizer = policies[which]
             sharing = sum(finished.get(r.name, 0) for r in preset.regimes
                           if _census_path(out, r) == _census_path(out, regime))
             censuses[regime.name] = _census(out, preset, regime, model, tokenizer, task, cfg,
@@ -344,9 +352,9 @@ def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bo
                     noise[regime.name] = rows
                     write_json_atomic(noise_path, noise)
         log(f"census and gradient noise ready after {time.time() - start:.0f} s")
-        del model
+        del model, policies
 
-        # 3. the runs, skipping finished ones (checked against their config by check_resume)
+        # 2. the runs, skipping finished ones (checked against their config by check_resume)
         jobs = [(r, G, s) for r in preset.regimes for G in preset.group_sizes for s in preset.seeds]
         bar = tqdm(jobs, desc=f"sweep {preset.name}", disable=not progress)
         for regime, G, seed in bar:
