@@ -62,9 +62,10 @@ FORMULA_AS_CODE = {
     "baseline_standard_error": ((0.21, 8), lambda s2, G: math.sqrt(s2) / math.sqrt(G)),
     "rloo_scale_factor": ((6,), lambda G: (G - 1) / G),
     "gradient_variance_inflation": ((8,), lambda G: 1 + 1 / (G - 1)),
-    "minibatch_gradient_mse": ((32, 8, 0.3, 2.0, 5.0),
-                               lambda B, G, c1, c2, c3: c1 / B + c2 / (B * G) + c3 / (B * G**2)),
-    "optimal_group_size": ((0.2, 7.2), lambda c1, c3: math.sqrt(c3 / c1)),
+    "minibatch_gradient_mse": ((32, 8, 0.3, 2.0, 5.0), lambda B, G, c1, c2, c3:
+                               c1 / B + c2 / (B * G) + c3 / (B * G * (G - 1))),
+    "optimal_group_size": ((0.2, 7.2), lambda c1, c3: 1 + math.sqrt(c3 / c1)),
+    "pass_at_k": ((20, 3, 5), lambda n, c, k: 1 - math.comb(n - c, k) / math.comb(n, k)),
     "all_fail_probability": ((0.3, 5), lambda p, G: (1 - p) ** G),
     "all_pass_probability": ((0.3, 5), lambda p, G: p**G),
     "zero_variance_probability": ((0.3, 5), lambda p, G: p**G + (1 - p) ** G),

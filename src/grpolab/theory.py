@@ -15,6 +15,7 @@ Only numpy and scipy are imported, so this module also runs in a browser Python.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +36,7 @@ from grpolab._validate import (
     as_positive_int,
     as_probability,
     as_probability_scalar,
+    as_real_array,
     as_real_scalar,
     finite_result,
     scalar_or_array,
@@ -43,6 +45,8 @@ from grpolab._validate import (
 __all__ = [
     "BERNOULLI_VARIANCE_MAX",
     "MAX_GROUP_SIZE",
+    "MSE_FORMS",
+    "GroupSizeWarning",
     "SamplingCost",
     "all_fail_probability",
     "all_pass_probability",
@@ -66,6 +70,7 @@ __all__ = [
     "informative_probability",
     "minibatch_gradient_mse",
     "optimal_group_size",
+    "pass_at_k",
     "rloo_scale_factor",
     "sampling_cost",
     "unbiased_zero_variance_estimate",
@@ -149,41 +154,90 @@ def gradient_variance_inflation(G):
     return scalar_or_array(G / (G - 1.0))
 
 
-def minibatch_gradient_mse(B, G, c1, c2, c3):
-    """Mean squared error of a GRPO minibatch gradient of B prompts × G completions.
+#: The two forms of the minibatch model: ch. 02's exact leave-one-out algebra, and the
+#: U-statistic paper's leading order in 1/G (arXiv 2603.01162, Prop. 3).
+MSE_FORMS = ("exact", "paper")
 
-    Equation: MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG²)  (arXiv 2603.01162, Prop. 3 and Thm. 7):
-    c₁ is the across-prompt variance, c₂ the within-group (oracle-baseline) variance and
-    c₃ the cost of estimating the baseline from the group.
+
+class GroupSizeWarning(UserWarning):
+    """A fixed-budget optimum below G = 2, the smallest group that has a baseline."""
+
+
+def minibatch_gradient_mse(B, G, c1, c2, c3, *, form: str = "exact"):
+    """Mean squared error of a minibatch gradient of B prompts × G completions.
+
+    Equations (c₁: how much the prompts' true gradients disagree; c₂: the within-group
+    noise with an oracle baseline; c₃: the cost of estimating the baseline from the group):
+
+    - ``form="exact"`` (the default; ch. 02's leave-one-out algebra, exact for every G ≥ 2):
+      MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG(G − 1));
+    - ``form="paper"`` (arXiv 2603.01162, Prop. 3): c₁/B + c₂/(BG) + c₃/(BG²), the exact
+      form's leading order, since 1/(G(G − 1)) = 1/G² + O(1/G³); a factor 2 low at G = 2.
+
+    Both describe an estimator whose mean does not depend on G: RLOO, or GRPO's centring
+    without the std division (Dr. GRPO) up to its constant (G − 1)/G, with a loss
+    normaliser that does not depend on G. The model implies c₃ ≥ c₁ + ‖∇J‖².
+
+    G must be ≥ 2: a group of one has no baseline. GRPO's advantage r − r̄ is then 0, its
+    gradient is 0 and its error is ‖∇J‖², which neither form describes.
 
     Derived in: book/theory/02-baseline-variance.md, "The minibatch form and G*".
     """
     B = as_group_size(B, "B", maximum=MAX_COUNT)
-    G = as_group_size(G)
+    G = _baseline_group_size(G)
     c1, c2, c3 = (as_nonnegative(c, n) for c, n in ((c1, "c1"), (c2, "c2"), (c3, "c3")))
+    form = as_choice(form, "form", MSE_FORMS)
+    last = G * (G - 1.0) if form == "exact" else G * G * 1.0
     with np.errstate(over="ignore"):
-        mse = c1 / B + c2 / (B * G) + c3 / (B * G * G)
+        mse = c1 / B + c2 / (B * G) + c3 / (B * last)
     return scalar_or_array(finite_result(
         mse, "c1, c2, c3: the MSE overflows float64; rescale the variances"))
 
 
-def optimal_group_size(c1, c3):
+def _baseline_group_size(G) -> np.ndarray:
+    """G as an int64 array in [2, MAX_GROUP_SIZE]; G = 1 is refused with the reason."""
+    arr = as_real_array(G, "G", expected=f"an integer in [2, {MAX_GROUP_SIZE}]")
+    if (arr == 1).any():
+        raise ValueError("G must be >= 2: at G = 1 a group has no baseline; GRPO's advantage "
+                         "r - mean(r) is 0, so the gradient is 0 and its error is |grad J|^2, "
+                         "not c1 + c2 + c3")
+    return as_group_size(G, minimum=2)
+
+
+def optimal_group_size(c1, c3, *, form: str = "exact"):
     """The G that minimises :func:`minibatch_gradient_mse` at a fixed budget N = B·G.
 
-    Equation: substituting B = N/G gives MSE = (c₁G + c₂ + c₃/G)/N, minimised at
-    G* = √(c₃/c₁) whatever N is (arXiv 2603.01162, Thm. 7). Real-valued; round to a
-    feasible G in practice.
+    Equations, substituting B = N/G:
+
+    - ``form="exact"`` (the default): N·MSE = c₁G + c₂ + c₃/(G − 1); its derivative
+      c₁ − c₃/(G − 1)² vanishes at G* = 1 + √(c₃/c₁);
+    - ``form="paper"``: N·MSE = c₁G + c₂ + c₃/G, minimised at G* = √(c₃/c₁)
+      (arXiv 2603.01162, Thm. 7): one less than the exact optimum, for every c.
+
+    Neither depends on N. Real-valued: the best integer G is ⌊G*⌋ or ⌈G*⌉. The model
+    implies c₃ ≥ c₁ + ‖∇J‖², so the exact G* exceeds 2; a G* below 2 raises a
+    :class:`GroupSizeWarning` (for the exact form it means c₃ < c₁: constants that
+    contradict the model, not a small optimum).
 
     Derived in: book/theory/02-baseline-variance.md, "The minibatch form and G*".
     """
     c1 = as_nonnegative(c1, "c1")
     c3 = as_nonnegative(c3, "c3")
+    form = as_choice(form, "form", MSE_FORMS)
     if (c1 == 0).any():
         raise ValueError("c1 must be > 0: with no across-prompt variance G* is unbounded")
     with np.errstate(over="ignore"):
-        g_star = np.sqrt(c3 / c1)
-    return scalar_or_array(finite_result(
-        g_star, "c1, c3: c3/c1 overflows float64; rescale the variances"))
+        root = np.sqrt(c3 / c1)
+    g_star = finite_result(1.0 + root if form == "exact" else root,
+                           "c1, c3: c3/c1 overflows float64; rescale the variances")
+    if (np.asarray(g_star) < 2).any():
+        low = float(np.min(g_star))
+        why = ("c3 < c1 contradicts the model, which implies c3 >= c1 + |grad J|^2 (so G* > 2)"
+               if form == "exact" else "c3 < 4 c1: the smallest group with a baseline, G = 2, "
+               "is the feasible optimum")
+        warnings.warn(f"G* = {low:.3g} < 2 ({form} form): {why}", GroupSizeWarning,
+                      stacklevel=2)
+    return scalar_or_array(g_star)
 
 # --------------------------------------------------------------------------------------
 # P(zero gradient) = p^G + (1−p)^G             Derived in: book/theory/03-zero-variance.md
@@ -241,7 +295,8 @@ def informative_probability(p, G):
 def any_success_probability(p, G):
     """Probability that at least one of G samples succeeds (the exploration view of G).
 
-    Equation: 1 − (1 − p)^G, evaluated with expm1/log1p for small p.
+    Equation: 1 − (1 − p)^G, evaluated with expm1/log1p for small p. It is pass@G, the
+    quantity :func:`pass_at_k` estimates without bias from n ≥ G samples.
 
     Derived in: book/theory/03-zero-variance.md, "Hard prompts".
     """
@@ -340,7 +395,8 @@ def unbiased_zero_variance_estimate(successes, trials, G):
     U-statistic C(k, G)/C(n, G) is unbiased for p^G: it is the chance that G draws
     without replacement from the n observed rewards are all successes.
 
-    Equation: [C(k, G) + C(n − k, G)] / C(n, G).
+    Equation: [C(k, G) + C(n − k, G)] / C(n, G). Its all-fail half C(n − k, G)/C(n, G) is
+    1 − :func:`pass_at_k` (n, k, G): Chen et al.'s unbiased pass@k estimator with k = G.
 
     Derived in: book/labs/01-g-sweep.md, "Zero-variance groups: theory next to measurement".
     """
@@ -574,3 +630,51 @@ def identical_group_probability(probs, G):
     G = as_group_size(G)
     return scalar_or_array(np.sum(_power(q[..., None, :], G[..., None]), axis=-1)
                            if G.ndim else np.sum(_power(q, G), axis=-1))
+
+
+# ---- ch. 11–13: pass@k, KL, entropy ---------------------------------------------------
+# --------------------------------------------------------------------------------------
+# pass@k                                       Derived in: book/theory/03-zero-variance.md
+# --------------------------------------------------------------------------------------
+def _log_comb(N: np.ndarray, K: np.ndarray) -> np.ndarray:
+    """log C(N, K) for K ≤ N, as −log(N + 1) − log B(N − K + 1, K + 1); −inf for K > N.
+
+    betaln keeps its accuracy for N ≫ K, where a difference of three gammaln values loses it.
+    """
+    N, K = np.asarray(N, dtype=float), np.asarray(K, dtype=float)
+    with np.errstate(invalid="ignore"):
+        out = -np.log1p(N) - special.betaln(np.maximum(N - K, 0) + 1, K + 1)
+    return np.where(K > N, -np.inf, out)
+
+
+def pass_at_k(n, c, k):
+    """Unbiased estimate of pass@k from c correct answers among n samples of one prompt.
+
+    Equation: pass@k = 1 − C(n − c, k) / C(n, k)   (Chen et al. 2021, arXiv 2107.03374, §2.1).
+
+    It is the chance that k of the n samples, drawn without replacement, include a correct
+    one, so for i.i.d. samples of pass rate p its expectation is 1 − (1 − p)^k exactly:
+    :func:`any_success_probability` (p, G) is pass@G. The all-fail half of
+    :func:`unbiased_zero_variance_estimate`, C(n − c, G)/C(n, G), is 1 − pass_at_k(n, c, G).
+
+    Broadcasts over n, c and k; computed as −expm1(log C(n−c, k) − log C(n, k)), so a tiny
+    pass@k keeps its relative accuracy. Exact at the edges: 0 when c = 0, 1 when
+    n − c < k (every k-subset holds a success), c/n when k = 1. Needs 1 ≤ k ≤ n.
+
+    Derived in: book/theory/03-zero-variance.md, "pass@k and the unbiased estimator".
+    """
+    n = as_integer_array(n, "n", minimum=1, maximum=MAX_COUNT)
+    c = as_integer_array(c, "c", minimum=0, maximum=MAX_COUNT)
+    k = as_integer_array(k, "k", minimum=1, maximum=MAX_COUNT)
+    n, c, k = np.broadcast_arrays(n, c, k)
+    if (c > n).any():
+        raise ValueError("c must lie in [0, n]: c correct answers among n samples")
+    if (k > n).any():
+        raise ValueError("k must be <= n: pass@k needs at least k samples of the prompt")
+    log_ratio = _log_comb(n - c, k) - _log_comb(n, k)
+    with np.errstate(invalid="ignore"):
+        est = -np.expm1(log_ratio)
+    est = np.where(k == 1, c / n, est)
+    est = np.where(c == 0, 0.0, np.where(n - c < k, 1.0, est))
+    return scalar_or_array(np.clip(est, 0.0, 1.0))
+

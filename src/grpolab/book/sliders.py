@@ -414,46 +414,69 @@ def _normalization_readouts(G):
     }
 
 
-#: Gradient-noise constants of MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG²), in units of c₂
-#: (c₂ shifts the whole curve by c₂/N and never moves G*). Budgets and G are powers of two,
-#: so B = N/G is a whole number of prompts.
-C1_VALUES = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+#: Gradient-noise constants of the exact model MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG(G − 1)),
+#: in units of c₂ (c₂ shifts the whole curve by c₂/N and never moves G*). Every c₃ on the
+#: grid is at least every c₁, as the model requires (c₃ ≥ c₁ + ‖∇J‖²).
+C1_VALUES = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 C3_VALUES = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 C2_UNIT = 1.0
 MSE_BUDGETS = (256, 512, 1024, 2048, 4096)
 MSE_G_VALUES = (2, 4, 8, 16, 32, 64, 128, 256)
+#: The curves' G axis: about 40 integers from 2 to 256, evenly spaced in log G.
+MSE_G_AXIS = np.unique(np.round(np.geomspace(2, 256, 48))).astype(int)
 
 
-def _gstar_curves(c1, c3, budget):
-    """MSE over G at a fixed budget N = B·G, plus a vertical segment at G* = √(c₃/c₁)."""
-    G = np.asarray(MSE_G_VALUES, dtype=float)
-    mse = np.asarray(theory.minibatch_gradient_mse(budget // G.astype(int), G.astype(int),
-                                                   c1, C2_UNIT, c3), dtype=float)
-    g_star = theory.optimal_group_size(c1, c3)
-    inside = G[0] <= g_star <= G[-1]
-    at = float(np.clip(g_star, G[0], G[-1]))
-    j = int(np.searchsorted(G, at))
-    x = np.insert(G, j, [at, at])
-    curve = np.insert(mse, j, [np.nan, np.nan])
-    segment = np.full(x.shape, np.nan)
-    if inside:
-        segment[j:j + 2] = (mse.min() * 0.8, mse.max())
-    return x, {"MSE(G) at a fixed budget N = B·G": curve,
-               "G* = √(c₃/c₁), the real-valued optimum": segment}
+def _quiet_optimum(c1, c3, form):
+    """optimal_group_size without its G* < 2 warning (the paper form's optimum can fall
+    below 2 on this grid, and the figure shows it)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", theory.GroupSizeWarning)
+        return float(theory.optimal_group_size(c1, c3, form=form))
+
+
+def _gstar_curves(c1, c3):
+    """N·MSE over G at a fixed budget N = B·G (B real-valued: G·MSE(1, G)), for the exact
+    and the paper form, with a vertical segment at each form's G*."""
+    G = MSE_G_AXIS
+    exact = G * np.asarray(theory.minibatch_gradient_mse(1, G, c1, C2_UNIT, c3), dtype=float)
+    paper = G * np.asarray(theory.minibatch_gradient_mse(1, G, c1, C2_UNIT, c3, form="paper"),
+                           dtype=float)
+    x = G.astype(float)
+    curves = {"exact: N·MSE = c₁G + c₂ + c₃/(G−1)": exact,
+              "paper: N·MSE = c₁G + c₂ + c₃/G": paper}
+    marks = {"G* = 1 + √(c₃/c₁) (exact)": _quiet_optimum(c1, c3, "exact"),
+             "G* = √(c₃/c₁) (paper)": _quiet_optimum(c1, c3, "paper")}
+    low, high = min(exact.min(), paper.min()) * 0.8, max(exact.max(), paper.max())
+    for at in sorted(marks.values()):
+        j = int(np.searchsorted(x, at))
+        x = np.insert(x, j, [at, at])
+        curves = {k: np.insert(v, j, [np.nan, np.nan]) for k, v in curves.items()}
+    series = dict(curves)
+    for label, at in marks.items():
+        seg = np.full(x.shape, np.nan)
+        if x[0] <= at <= x[-1]:
+            j = int(np.searchsorted(x, at))
+            seg[j:j + 2] = (low, high)
+        series[label] = seg
+    return x, series
 
 
 def _gstar_readouts(c1, c3, budget, G):
     G = int(G)
-    mse = np.asarray(theory.minibatch_gradient_mse(
-        budget // np.asarray(MSE_G_VALUES), np.asarray(MSE_G_VALUES), c1, C2_UNIT, c3))
-    best = MSE_G_VALUES[int(np.argmin(mse))]
-    here = theory.minibatch_gradient_mse(budget // G, G, c1, C2_UNIT, c3)
+    feasible = np.arange(2, 257)
+    n_mse = feasible * np.asarray(theory.minibatch_gradient_mse(1, feasible, c1, C2_UNIT, c3))
+    best = int(feasible[int(np.argmin(n_mse))])
+    here = float(theory.minibatch_gradient_mse(1, G, c1, C2_UNIT, c3)) * G / budget
     return {
-        "G* = √(c₃/c₁) (the same for every budget)": theory.optimal_group_size(c1, c3),
-        "best power-of-two G at this budget": float(best),
-        "prompts per step B = N/G at the slider's G": float(budget // G),
-        "MSE at the slider's G": here,
-        "MSE at the slider's G / MSE at the best power of two": here / float(mse.min()),
+        "G* = 1 + √(c₃/c₁), exact form (the same for every budget)":
+            _quiet_optimum(c1, c3, "exact"),
+        "G* = √(c₃/c₁), paper form (one less)": _quiet_optimum(c1, c3, "paper"),
+        "best integer G (exact form, B = N/G)": float(best),
+        "prompts per step B = N/G at the slider's G": budget / G,
+        "MSE at the slider's G (exact form)": here,
+        "MSE at the slider's G / MSE at the best integer G": here * budget / float(n_mse.min()),
     }
 
 
@@ -542,18 +565,19 @@ EXPLORERS: dict[str, Explorer] = {e.key: e for e in [
     ),
     Explorer(
         key="gradient-mse",
-        title="Minibatch gradient MSE at a fixed budget, and G* = √(c₃/c₁)",
-        xlabel="group size G", ylabel="MSE of the minibatch gradient (units of c₂)",
+        title="Gradient MSE at a fixed budget: G* = 1 + √(c₃/c₁), not √(c₃/c₁)",
+        xlabel="group size G", ylabel="N × MSE of the minibatch gradient (units of c₂)",
         logx=True, logy=True,
         sliders=(Slider("c1", "c₁: across-prompt variance of the true gradient", C1_VALUES, 0.01),
                  Slider("c3", "c₃: cost of estimating the baseline", C3_VALUES, 1.0),
                  Slider("budget", "completions per step N = B·G", MSE_BUDGETS, 1024),
                  _g_slider(16, MSE_G_VALUES)),
-        curve_sliders=("c1", "c3", "budget"), marker="G",
+        curve_sliders=("c1", "c3"), marker="G",
         curves=_gstar_curves, readouts=_gstar_readouts,
-        caption="MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG²) with B = N/G (arXiv 2603.01162, "
-                "Prop. 3 and Thm. 7), c₂ = 1. Moving the budget moves the curve down, "
-                "never its minimum.",
+        caption="Exact model c₁/B + c₂/(BG) + c₃/(BG(G−1)) against the paper's c₃/(BG²) "
+                "(arXiv 2603.01162, Prop. 3), c₂ = 1, B = N/G. N·MSE does not depend on "
+                "the budget N, so neither does either minimum; the budget moves only the "
+                "readouts.",
     ),
     Explorer(
         key="temperature",

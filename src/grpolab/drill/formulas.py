@@ -85,17 +85,14 @@ FORMULAS: tuple[Formula, ...] = (
       "A leave-one-out baseline adds σ²/(G−1)·E‖∇log π‖² to a completion's gradient second "
       "moment: ×2 at G = 2, ×1.14 at G = 8.",
       _BV, "How G enters the gradient's variance", on_sheet=True),
-    F("minibatch_gradient_mse", "Minibatch gradient MSE",
-      r"\mathrm{MSE}(B, G) = \frac{c_1}{B} + \frac{c_2}{BG} + \frac{c_3}{BG^2}",
-      "B prompts × G completions (arXiv 2603.01162, Prop. 3). Per prompt, tr(Σ)/G + O(1/G²) "
-      "(Thm 2): the 1/G term is the oracle-baseline variance; estimating the baseline costs "
-      "only O(1/G²).",
-      _BV, "The minibatch form and G*", on_sheet=True),
+    F("minibatch_gradient_mse", "Minibatch gradient MSE (exact form)",
+      r"\mathrm{MSE}(B, G) = \frac{c_1}{B} + \frac{c_2}{BG} + \frac{c_3}{BG(G-1)}",
+      "B prompts × G ≥ 2 completions, no std division; the paper's c₃/(BG²) is its leading order.",
+      _BV, "The minibatch form and G*", on_sheet=True, also=("MSE_FORMS",)),
     F("optimal_group_size", "The fixed-budget optimum",
-      r"G^* = \sqrt{c_3 / c_1}",
-      "With N = B·G fixed, MSE = (c₁G + c₂ + c₃/G)/N is smallest at G*, whatever N is "
-      "(arXiv 2603.01162, Thm 7).",
-      _BV, "The minibatch form and G*", on_sheet=True),
+      r"G^* = 1 + \sqrt{c_3 / c_1}",
+      "Minimises N·MSE = c₁G + c₂ + c₃/(G−1) at any N = BG; c₃ ≥ c₁ + ‖∇J‖², so G* > 2.",
+      _BV, "The minibatch form and G*", on_sheet=True, also=("GroupSizeWarning",)),
     # -- zero-variance groups ----------------------------------------------------------------------
     F("all_fail_probability", "All fail",
       r"P(\text{all fail}) = (1-p)^G",
@@ -147,8 +144,13 @@ FORMULAS: tuple[Formula, ...] = (
       _ZG, "Averaging over difficulty", on_sheet=True),
     F("unbiased_zero_variance_estimate", "Unbiased estimate of the zero-variance probability",
       r"\widehat{P}(\text{zero var.}) = \frac{\binom{k}{G} + \binom{n-k}{G}}{\binom{n}{G}}",
-      "From k successes in n ≥ G trials; plugging p̂ = k/n into p^G is biased upward.",
+      "From k successes in n ≥ G trials; plugging p̂ = k/n into p^G is biased upward. "
+      "Its all-fail half is 1 − pass@G (Chen et al.).",
       "labs/01-g-sweep", "Zero-variance groups: theory next to measurement"),
+    F("pass_at_k", "Unbiased pass@k",
+      r"\widehat{\text{pass@}k} = 1 - \binom{n-c}{k} \Big/ \binom{n}{k}",
+      "c correct of n ≥ k samples; its mean is 1 − (1−p)^k, so 1 − (1−p)^G is pass@G.",
+      _ZG, "pass@k and the unbiased estimator", on_sheet=True),
     # -- cost -----------------------------------------------------------------------------
     F("sampling_cost", "Work of one sampling step",
       r"\text{completions} = BG,\quad \text{decode} = BG\,L_c,\quad \text{prefill} = B\,L_p",
