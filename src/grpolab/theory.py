@@ -44,6 +44,8 @@ from grpolab._validate import (
 
 __all__ = [
     "BERNOULLI_VARIANCE_MAX",
+    "KL_ESTIMATORS",
+    "KL_PLACEMENTS",
     "MAX_GROUP_SIZE",
     "MSE_FORMS",
     "GroupSizeWarning",
@@ -56,23 +58,43 @@ __all__ = [
     "bernoulli_variance",
     "beta_all_fail_probability",
     "beta_all_pass_probability",
+    "beta_pass_at_k",
     "beta_zero_variance_probability",
     "binary_advantages",
+    "categorical_kl",
+    "clip_ratio_ceiling",
     "dynamic_sampling_cap_probability",
     "dynamic_sampling_expected_batches",
     "dynamic_sampling_expected_completions",
     "dynamic_sampling_expected_groups",
     "empirical_zero_variance_probability",
+    "entropy",
+    "entropy_change_first_order",
+    "entropy_gradient",
+    "entropy_hessian",
+    "expected_entropy_change",
     "expected_informative_prompts",
+    "expected_pass_at_k",
     "fixed_budget_prompts",
     "gradient_variance_inflation",
     "identical_group_probability",
+    "informative_per_completion",
     "informative_probability",
+    "kl_estimator_moments",
+    "kl_k1",
+    "kl_k2",
+    "kl_k3",
+    "kl_penalty_gradient",
+    "loo_gradient_covariance",
+    "mean_baseline_gradient_mse",
     "minibatch_gradient_mse",
     "optimal_group_size",
     "pass_at_k",
+    "pass_at_k_crossing",
     "rloo_scale_factor",
     "sampling_cost",
+    "sharpened_pass_rate",
+    "std_scaled_gradient_factor",
     "unbiased_zero_variance_estimate",
     "zero_variance_probability",
 ]
@@ -678,3 +700,455 @@ def pass_at_k(n, c, k):
     est = np.where(c == 0, 0.0, np.where(n - c < k, 1.0, est))
     return scalar_or_array(np.clip(est, 0.0, 1.0))
 
+
+
+def expected_pass_at_k(pass_rates, k):
+    """pass@k of a prompt set: the mean over its prompts of 1 − (1 − p_j)^k.
+
+    Equation: pass@k = (1/N) Σ_j [1 − (1 − p_j)^k]. As k → ∞ it rises to the coverage,
+    the fraction of prompts with p_j > 0: no k solves a prompt the policy never solves.
+    ``k`` may be an array; the result has k's shape.
+
+    Derived in: book/theory/11-pass-at-k.md, "pass@k of a prompt set".
+    """
+    p = as_probability(pass_rates, "pass_rates").ravel()
+    if p.size == 0:
+        raise ValueError("pass_rates must hold at least one pass rate")
+    k = as_integer_array(k, "k", minimum=1, maximum=MAX_COUNT)
+    if p.size * k.size > MAX_DRAWS:
+        raise ValueError(f"pass_rates × k: {p.size} × {k.size} cells exceed {MAX_DRAWS:.0e}")
+    with np.errstate(divide="ignore"):
+        fail = np.exp(k.reshape(1, -1).astype(float) * np.log1p(-p)[:, None])
+    return scalar_or_array(np.clip(1.0 - fail.mean(axis=0), 0.0, 1.0).reshape(k.shape))
+
+
+def beta_pass_at_k(k, a, b):
+    """pass@k when the prompts' pass rates follow a Beta(a, b) prior.
+
+    Equation: pass@k = 1 − E[(1 − p)^k] = 1 − B(a, b + k)/B(a, b). For large k,
+    1 − pass@k ≈ Γ(a + b)/Γ(b) · k^(−a): the mass of hard prompts (small a) sets how slowly
+    sampling more covers them.
+
+    Derived in: book/theory/11-pass-at-k.md, "pass@k of a prompt set".
+    """
+    k = as_integer_array(k, "k", minimum=1, maximum=MAX_GROUP_SIZE)
+    return scalar_or_array(np.clip(1.0 - _beta_moment(a, b, k, of_complement=True), 0.0, 1.0))
+
+
+def sharpened_pass_rate(p, power, shift=0.0):
+    """A prompt's pass rate after an update that sharpens and shifts its success logit.
+
+    Equation: logit p' = γ · logit p + δ, i.e. p' = σ(γ · logit p + δ), with γ = ``power``
+    and δ = ``shift``. γ > 1 models an update that only reweights what the policy already
+    samples (it pushes pass rates away from 1/2); δ > 0 lifts every prompt. Prompts with
+    p ∈ {0, 1} stay put: no reweighting creates a success the policy never samples.
+    Computed in log space, so p' keeps its relative accuracy when it is tiny.
+
+    Derived in: book/theory/11-pass-at-k.md, "A model of sharpening".
+    """
+    p = as_probability(p)
+    g = as_positive(power, "power", 1e-6, 1e6)
+    d = as_real_array(shift, "shift")
+    if not np.isfinite(d).all() or (np.abs(d) > 1e6).any():
+        raise ValueError("shift must be a finite number in [-1e6, 1e6]")
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        z = g * (np.log(p) - np.log1p(-p)) + d      # ±inf at p ∈ {0, 1}
+        out = np.where(z >= 0, 1.0 / (1.0 + np.exp(-z)), np.exp(z) / (1.0 + np.exp(z)))
+    return scalar_or_array(np.clip(out, 0.0, 1.0))
+
+
+def pass_at_k_crossing(base_rates, tuned_rates, max_k=10_000):
+    """The smallest k at which a tuned policy's pass@k falls to or below the base policy's.
+
+    Equation: k× = min{k ≥ 1 : (1/N) Σ_j (1 − q_j)^k ≥ (1/N) Σ_j (1 − p_j)^k}, with p the
+    base and q the tuned pass rates of the same prompts (:func:`expected_pass_at_k`).
+    Every k from 1 to ``max_k`` (≤ 10⁵) is checked. Returns an int, or None when the tuned
+    policy stays ahead up to ``max_k``. A tuned policy that covers fewer prompts (more
+    q_j = 0 where p_j > 0) always crosses at some k.
+
+    Derived in: book/theory/11-pass-at-k.md, "A model of sharpening".
+    """
+    p = as_probability(base_rates, "base_rates").ravel()
+    q = as_probability(tuned_rates, "tuned_rates").ravel()
+    if p.size == 0 or p.size != q.size:
+        raise ValueError("base_rates and tuned_rates must hold the same, non-zero number of "
+                         f"prompts, got {p.size} and {q.size}")
+    top = as_positive_int(max_k, "max_k", maximum=10**5)
+    chunk = max(1, min(top, MAX_DRAWS // (4 * p.size)))
+    with np.errstate(divide="ignore"):
+        log_p, log_q = np.log1p(-p), np.log1p(-q)
+
+    def log_miss(log_fail: np.ndarray, ks: np.ndarray) -> np.ndarray:
+        # log of the mean all-fail probability, (1/N) Σ_j (1 − p_j)^k: compared in logs so
+        # that two pass@k near 1 (misses of 1e-200) are still told apart
+        terms = ks[None, :] * log_fail[:, None]
+        with np.errstate(invalid="ignore"):
+            return special.logsumexp(terms, axis=0) - np.log(log_fail.size)
+
+    for start in range(1, top + 1, chunk):
+        ks = np.arange(start, min(start + chunk, top + 1), dtype=float)
+        behind = log_miss(log_q, ks) >= log_miss(log_p, ks)
+        hit = np.flatnonzero(behind)
+        if hit.size:
+            return int(ks[hit[0]])
+    return None
+
+
+def informative_per_completion(p, G):
+    """Informative groups per completion sampled: q(G)/G with q = 1 − p^G − (1 − p)^G.
+
+    Equation: q(G)/G. It is equal at G = 2 and 3 (both p(1 − p)) and falls after; for a hard
+    prompt (pG ≪ 1) it stays near p, so a large G costs little there, while for p near 1/2
+    it falls like 1/G. 0 at G = 1.
+
+    Derived in: book/theory/11-pass-at-k.md, "Sharpening and coverage".
+    """
+    G = as_group_size(G)
+    return scalar_or_array(np.asarray(informative_probability(p, G)) / G)
+
+
+# --------------------------------------------------------------------------------------
+# KL estimators and their gradients             Derived in: book/theory/12-kl.md
+# --------------------------------------------------------------------------------------
+def _log_ratio(log_ratio) -> np.ndarray:
+    x = as_real_array(log_ratio, "log_ratio")
+    if not np.isfinite(x).all() or (np.abs(x) > 700).any():
+        raise ValueError("log_ratio must be finite, |log_ratio| <= 700 (log π_ref − log π per "
+                         "sample); a larger one overflows exp")
+    return x
+
+
+def kl_k1(log_ratio):
+    """Schulman's k1 estimate of KL(π ‖ π_ref) from one sample x ~ π.
+
+    Equation: k1 = −log r, r = π_ref(x)/π(x) (``log_ratio`` = log π_ref(x) − log π(x)).
+    Unbiased, since E_π[−log r] = KL(π ‖ π_ref), but negative for every sample that π_ref
+    likes more than π, so its variance is large when the two are close.
+
+    Derived in: book/theory/12-kl.md, "Three estimators".
+    """
+    return scalar_or_array(-_log_ratio(log_ratio))
+
+
+def kl_k2(log_ratio):
+    """Schulman's k2 estimate of KL(π ‖ π_ref): half the squared log ratio.
+
+    Equation: k2 = (log r)²/2 ≥ 0. Biased: E_π[k2] = KL + O(KL^(3/2)), with low variance.
+
+    Derived in: book/theory/12-kl.md, "Three estimators".
+    """
+    x = _log_ratio(log_ratio)
+    return scalar_or_array(0.5 * x * x)
+
+
+def kl_k3(log_ratio):
+    """Schulman's k3 estimate of KL(π ‖ π_ref): the one GRPO puts in its loss.
+
+    Equation: k3 = (r − 1) − log r ≥ 0, computed as expm1(log r) − log r. Unbiased, because
+    E_π[r] = 1 adds a zero-mean control variate to k1, and low-variance near π = π_ref.
+
+    Derived in: book/theory/12-kl.md, "Three estimators".
+    """
+    x = _log_ratio(log_ratio)
+    return scalar_or_array(np.maximum(np.expm1(x) - x, 0.0))
+
+
+def _distribution_pair(probs, ref_probs) -> tuple[np.ndarray, np.ndarray]:
+    pi = as_probability(probs, "probs")
+    ref = as_probability(ref_probs, "ref_probs")
+    if pi.ndim != 1 or pi.shape != ref.shape or pi.size < 2:
+        raise ValueError("probs and ref_probs must be two distributions over the same "
+                         f"outcomes (1-D, >= 2 entries), got shapes {pi.shape} and {ref.shape}")
+    for q, name in ((pi, "probs"), (ref, "ref_probs")):
+        if not np.isclose(q.sum(), 1.0, atol=1e-6):
+            raise ValueError(f"{name} must sum to 1, got {q.sum():.6g}")
+    if ((pi > 0) & (ref == 0)).any():
+        raise ValueError("ref_probs must be > 0 wherever probs is: KL(π ‖ π_ref) is infinite")
+    return pi, ref
+
+
+def categorical_kl(probs, ref_probs):
+    """KL(π ‖ π_ref) of two categorical distributions, the quantity k1, k2, k3 estimate.
+
+    Equation: KL(π ‖ π_ref) = Σ_x π(x) log(π(x)/π_ref(x)) (0 log 0 = 0).
+
+    Derived in: book/theory/12-kl.md, "Three estimators".
+    """
+    pi, ref = _distribution_pair(probs, ref_probs)
+    on = pi > 0
+    return float(np.sum(pi[on] * (np.log(pi[on]) - np.log(ref[on]))))
+
+
+KL_ESTIMATORS = ("k1", "k2", "k3")
+
+
+def kl_estimator_moments(probs, ref_probs, estimator: str = "k3"):
+    """Exact mean and variance of one sample of a KL estimator, x ~ π, for categorical π.
+
+    Equations: E_π[k] = Σ_x π(x) k(r(x)), Var_π[k] = Σ_x π(x) k(r(x))² − E_π[k]², with k one
+    of :func:`kl_k1`, :func:`kl_k2`, :func:`kl_k3`. E[k1] = E[k3] = KL(π ‖ π_ref) exactly;
+    E[k2] − KL is k2's bias. Returns ``(mean, variance)``.
+
+    Derived in: book/theory/12-kl.md, "Bias and variance".
+    """
+    pi, ref = _distribution_pair(probs, ref_probs)
+    estimator = as_choice(estimator, "estimator", KL_ESTIMATORS)
+    on = pi > 0
+    x = np.log(ref[on]) - np.log(pi[on])
+    k = {"k1": kl_k1, "k2": kl_k2, "k3": kl_k3}[estimator](x)
+    k = np.atleast_1d(np.asarray(k, dtype=float))
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = float(np.sum(pi[on] * k))
+        second = float(np.sum(pi[on] * k * k))
+    finite_result(np.array([mean, second]), "probs, ref_probs: the estimator's second moment "
+                  "overflows float64 (a ratio r beyond about 1e150)")
+    return mean, float(max(second - mean * mean, 0.0))
+
+
+KL_PLACEMENTS = ("reward_k1", "loss_k1", "loss_k2", "loss_k3", "loss_k3_ratio")
+
+
+def kl_penalty_gradient(logits, ref_logits, placement: str = "loss_k3"):
+    """Expected gradient, with respect to a softmax policy's logits, of a KL penalty as it is
+    placed in training, on-policy (samples x ~ π, not differentiated through).
+
+    Equations, with π = softmax(z), r = π_ref/π and ∇_z log π(x) = e_x − π:
+
+    - ``"reward_k1"`` (PPO-RLHF: −β k1 added to the reward, through the score function):
+      E_π[k1 ∇log π] = ∇_z KL(π ‖ π_ref), component b: π_b (log(π_b/π_ref,b) − KL);
+    - ``"loss_k1"``: E_π[∇k1] = E_π[∇log π] = 0, the penalty does nothing on average;
+    - ``"loss_k2"``: E_π[∇k2] = E_π[log(π/π_ref) ∇log π] = ∇_z KL(π ‖ π_ref);
+    - ``"loss_k3"`` (GRPO, DeepSeekMath): E_π[(1 − r)∇log π] = π − π_ref = ∇_z KL(π_ref ‖ π),
+      the gradient of the *other* KL;
+    - ``"loss_k3_ratio"`` (TRL's ``use_bias_correction_kl``: k3 times the differentiable
+      ratio π/π_old, 1 in value): E_π[(k3 + 1 − r)∇log π] = ∇_z KL(π ‖ π_ref).
+
+    Derived in: book/theory/12-kl.md, "What the gradient of each placement is".
+    """
+    z = as_real_array(logits, "logits")
+    z_ref = as_real_array(ref_logits, "ref_logits")
+    if z.ndim != 1 or z.shape != z_ref.shape or z.size < 2:
+        raise ValueError("logits and ref_logits must be 1-D with the same >= 2 entries, got "
+                         f"shapes {z.shape} and {z_ref.shape}")
+    if not (np.isfinite(z).all() and np.isfinite(z_ref).all()) or max(
+            np.abs(z).max(), np.abs(z_ref).max()) > 1e100:
+        raise ValueError("logits and ref_logits must be finite numbers of size <= 1e100")
+    placement = as_choice(placement, "placement", KL_PLACEMENTS)
+    log_pi = z - special.logsumexp(z)
+    log_ref = z_ref - special.logsumexp(z_ref)
+    pi, ref = np.exp(log_pi), np.exp(log_ref)
+    if placement == "loss_k1":
+        return np.zeros_like(pi)
+    if placement == "loss_k3":
+        return pi - ref
+    k1 = log_pi - log_ref                      # −log r, per outcome
+    return pi * (k1 - float(np.sum(pi * k1)))  # reward_k1, loss_k2, loss_k3_ratio
+
+
+# --------------------------------------------------------------------------------------
+# Entropy of a softmax policy                   Derived in: book/theory/13-entropy.md
+# --------------------------------------------------------------------------------------
+def _softmax_probs(probs) -> np.ndarray:
+    pi = as_probability(probs, "probs")
+    if pi.ndim != 1 or pi.size < 2 or not np.isclose(pi.sum(), 1.0, atol=1e-6):
+        raise ValueError("probs must be one distribution (1-D, >= 2 entries, summing to 1)")
+    return pi
+
+
+def entropy(probs):
+    """Shannon entropy of a categorical policy, in nats.
+
+    Equation: H(π) = −Σ_a π_a log π_a (0 log 0 = 0); 0 for a deterministic policy, log M for
+    the uniform one over M outcomes. ``probs`` has the outcomes on its last axis.
+
+    Derived in: book/theory/13-entropy.md, "Entropy and its gradient".
+    """
+    pi = as_probability(probs, "probs")
+    if pi.ndim == 0 or not np.allclose(pi.sum(axis=-1), 1.0, atol=1e-6):
+        raise ValueError("probs must be a distribution over its last axis (rows summing to 1)")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(pi > 0, pi * np.log(np.where(pi > 0, pi, 1.0)), 0.0)
+    return scalar_or_array(np.maximum(-terms.sum(axis=-1), 0.0))
+
+
+def entropy_gradient(probs):
+    """Gradient of a softmax policy's entropy with respect to its logits.
+
+    Equation: ∂H/∂z_b = −π_b (log π_b + H): raising the logit of an outcome more likely than
+    e^(−H) lowers the entropy.
+
+    Derived in: book/theory/13-entropy.md, "Entropy and its gradient".
+    """
+    pi = _softmax_probs(probs)
+    H = float(entropy(pi))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logp = np.where(pi > 0, np.log(np.where(pi > 0, pi, 1.0)), 0.0)
+    return -pi * (logp + H)
+
+
+def entropy_change_first_order(probs, logit_step):
+    """First-order change of a softmax policy's entropy when its logits move by Δz.
+
+    Equation: ΔH ≈ ∇H · Δz = −Cov_{a∼π}(log π_a, Δz_a). A step that raises the logits of
+    already likely outcomes lowers the entropy; for the policy gradient Δz_a = η π_a A_a
+    (Cui et al. write it with the advantage A).
+
+    Derived in: book/theory/13-entropy.md, "Entropy and its gradient".
+    """
+    pi = _softmax_probs(probs)
+    dz = as_real_array(logit_step, "logit_step")
+    if dz.shape != pi.shape or not np.isfinite(dz).all() or (np.abs(dz) > 1e100).any():
+        raise ValueError(f"logit_step must be finite numbers of size <= 1e100 with the shape "
+                         f"of probs {pi.shape}")
+    return float(entropy_gradient(pi) @ dz)
+
+
+def entropy_hessian(probs):
+    """Hessian of a softmax policy's entropy with respect to its logits.
+
+    Equation: ∂²H/∂z_b∂z_c = −π_b(δ_bc − π_c)(log π_b + H + 1) + π_b π_c (log π_c + H).
+    Negative definite (on logit steps that change π) near the uniform policy, where H is
+    largest: a noisy step lowers the entropy on average.
+
+    Derived in: book/theory/13-entropy.md, "Noise lowers the entropy".
+    """
+    pi = _softmax_probs(probs)
+    H = float(entropy(pi))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logp = np.where(pi > 0, np.log(np.where(pi > 0, pi, 1.0)), 0.0)
+    jac = np.diag(pi) - np.outer(pi, pi)          # ∂π_b/∂z_c
+    return -jac * (logp + H + 1.0)[:, None] + np.outer(pi, pi * (logp + H))
+
+
+def loo_gradient_covariance(probs, rewards, G):
+    """Covariance of one group's leave-one-out policy gradient, for a softmax policy.
+
+    Equation: Cov(ĝ) = Σ/G + (σ² M + ∇J ∇Jᵀ)/(G(G − 1)), with ∇_z log π(a) = e_a − π,
+    Σ = Cov[(r − μ)∇log π], M = E[∇log π ∇log πᵀ], σ² = Var(r), ∇J = E[r ∇log π]: the
+    matrix form of ch. 02's trace tr Σ/G + (σ² E‖∇log π‖² + ‖∇J‖²)/(G(G − 1)).
+
+    Derived in: book/theory/13-entropy.md, "Noise lowers the entropy".
+    """
+    pi = _softmax_probs(probs)
+    r = as_real_array(rewards, "rewards")
+    if r.shape != pi.shape or not np.isfinite(r).all() or (np.abs(r) > 1e100).any():
+        raise ValueError(f"rewards must be finite numbers of size <= 1e100, one per outcome "
+                         f"(shape {pi.shape})")
+    G = as_group_size(G, minimum=2)
+    if G.size != 1:
+        raise ArgumentTypeError(f"G must be a single group size here, got shape {G.shape}")
+    G = float(G.reshape(()))
+    mu = float(pi @ r)
+    sigma2 = float(pi @ (r - mu) ** 2)
+    score = np.eye(pi.size) - pi                  # row a: ∇ log π(a)
+    grad = score.T @ (pi * r)                     # ∇J
+    weighted = (score * (pi * (r - mu) ** 2)[:, None]).T @ score   # E[(r−μ)² ∇∇ᵀ]
+    sigma = weighted - np.outer(grad, grad)       # Cov[(r − μ)∇log π]
+    m = (score * pi[:, None]).T @ score           # E[∇∇ᵀ]
+    return sigma / G + (sigma2 * m + np.outer(grad, grad)) / (G * (G - 1))
+
+
+def expected_entropy_change(probs, mean_step, step_covariance):
+    """Expected change of a softmax policy's entropy under a random logit step, to second order.
+
+    Equation: E[ΔH] ≈ ∇H·m + ½ (mᵀ ∇²H m + tr(∇²H C)), with m = E[Δz] and C = Cov(Δz).
+    The last term is the noise's share: it does not depend on the direction of the mean
+    step, and it shrinks as the step's covariance does (with G, through
+    :func:`loo_gradient_covariance`).
+
+    Derived in: book/theory/13-entropy.md, "Noise lowers the entropy".
+    """
+    pi = _softmax_probs(probs)
+    m = as_real_array(mean_step, "mean_step")
+    C = as_real_array(step_covariance, "step_covariance")
+    if m.shape != pi.shape or C.shape != (pi.size, pi.size):
+        raise ValueError(f"mean_step must have shape {pi.shape} and step_covariance "
+                         f"{(pi.size, pi.size)}, got {m.shape} and {C.shape}")
+    if not (np.isfinite(m).all() and np.isfinite(C).all()) or max(
+            np.abs(m).max(), np.abs(C).max()) > 1e100:
+        raise ValueError("mean_step and step_covariance must be finite numbers of size <= 1e100")
+    hess = entropy_hessian(pi)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = entropy_gradient(pi) @ m + 0.5 * (m @ hess @ m + np.sum(hess * C))
+    return float(finite_result(np.asarray(out), "mean_step, step_covariance: the change "
+                                                "overflows float64; use a smaller step"))
+
+
+def clip_ratio_ceiling(p_old, epsilon_high):
+    """The largest probability a token with a positive advantage can be pushed to within one
+    rollout's PPO-clipped updates.
+
+    Equation: π_new ≤ min(1, (1 + ε_high) π_old): past the ratio 1 + ε_high the clipped
+    objective has no gradient for that token. The absolute headroom ε_high·π_old is tiny
+    for the rare tokens exploration needs; DAPO's clip-higher raises ε_high from 0.2 to 0.28.
+
+    Derived in: book/theory/13-entropy.md, "Clip-higher".
+    """
+    p = as_probability(p_old, "p_old")
+    eps = as_nonnegative(epsilon_high, "epsilon_high", maximum=1e6)
+    return scalar_or_array(np.minimum(1.0, (1.0 + eps) * p))
+
+
+# --------------------------------------------------------------------------------------
+# The variance theory's scope: mean baseline, std division
+#                                              Derived in: book/theory/02-baseline-variance.md
+# --------------------------------------------------------------------------------------
+def mean_baseline_gradient_mse(loo_mse, gradient_norm_sq, G):
+    """MSE around ∇J of GRPO's mean-baseline group gradient (no std division).
+
+    Equation: ĝ_mean = ((G − 1)/G) ĝ_LOO, so
+    E‖ĝ_mean − ∇J‖² = ((G − 1)/G)² · MSE_LOO + ‖∇J‖²/G² (the cross term vanishes because
+    ĝ_LOO is unbiased). The shrunken estimator can have the smaller MSE; its
+    noise-to-signal ratio Var/‖E ĝ‖² equals RLOO's, which is the fair comparison.
+
+    Derived in: book/theory/02-baseline-variance.md, "What the variance theory covers".
+    """
+    mse = as_nonnegative(loo_mse, "loo_mse")
+    s = as_nonnegative(gradient_norm_sq, "gradient_norm_sq")
+    G = _baseline_group_size(G)
+    a = (G - 1.0) / G
+    with np.errstate(over="ignore"):
+        out = a * a * mse + s / (G * G * 1.0)
+    return scalar_or_array(finite_result(out, "loo_mse, gradient_norm_sq: the MSE overflows"))
+
+
+def std_scaled_gradient_factor(p, G, *, scale: str = "group", ddof: int = 1,
+                               eps: float = 1e-4):
+    """Factor c_G(p) by which GRPO's advantages scale a prompt's expected gradient, for 0/1
+    rewards: E[ĝ] = c_G(p) ∇p, with ĝ = (1/G) Σ_i A_i ∇log π(o_i).
+
+    Equation: given k successes, E[Σ_{r=1} ∇log π] = k ∇p/p and E[Σ_{r=0} ∇log π] =
+    −(G − k) ∇p/(1 − p), so c_G(p) = Σ_{k=1}^{G−1} C(G, k) p^(k−1) (1 − p)^(G−k−1) ·
+    k(G − k)/(G² (s_k + ε)), s_k² = (G/(G − ddof)) (k/G)(1 − k/G). Without std division
+    (``scale="none"``, s_k + ε → 1) it is (G − 1)/G for every p; with it, c_G(p) → 1/σ =
+    1/√(p(1 − p)) as G grows: the weight of a prompt depends on p and on G.
+
+    ``G`` is one group size (≥ 2); ``p`` broadcasts. At p ∈ {0, 1} the value is the limit
+    (only k = 1 or k = G − 1 survive).
+
+    Derived in: book/theory/02-baseline-variance.md, "What std division does".
+    """
+    p = as_probability(p)
+    G = as_group_size(G, minimum=2)
+    if G.size != 1:
+        raise ArgumentTypeError(f"G must be a single group size here, got shape {G.shape}")
+    G = int(G.reshape(()))
+    if G > 100_000:
+        raise ValueError(f"G must be <= 100000 here (a sum over k = 1 … G − 1), got {G}")
+    scale = as_choice(scale, "scale", ("group", "none"))
+    ddof = as_ddof(ddof)
+    eps = as_real_scalar(eps, "eps", maximum=1e6)
+    k = np.arange(1, G, dtype=float)
+    log_c = special.gammaln(G + 1.0) - special.gammaln(k + 1) - special.gammaln(G - k + 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lp, lq = np.log(p)[..., None], np.log1p(-p)[..., None]
+        # p^(k−1)(1−p)^(G−k−1), with 0^0 = 1 at the edges
+        lw = (log_c + np.where(k > 1, (k - 1) * lp, 0.0)
+              + np.where(k < G - 1, (G - k - 1) * lq, 0.0))
+        w = np.exp(lw)
+    frac = k / G
+    if scale == "group":
+        s = np.sqrt(G / max(G - ddof, 1) * frac * (1 - frac)) + eps
+    else:
+        s = np.ones_like(k)
+    return scalar_or_array(np.sum(w * k * (G - k) / (G * G * s), axis=-1))
