@@ -62,6 +62,9 @@ NUMERIC_TRUTH = {
                                                      - Fraction(9, 10) ** 4)),
     "dynamic-sampling-p01-g16": float(16 * 512 / (1 - Fraction(1, 10) ** 16
                                                   - Fraction(9, 10) ** 16)),
+    "pass-at-k-estimate": float(1 - Fraction(math.comb(7, 4), math.comb(10, 4))),
+    "kl-k3-sample": math.exp(-0.3) - 1 + 0.3,
+    "clip-higher-headroom": 1.28 * 0.01,
 }
 
 
