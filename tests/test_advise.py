@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from grpolab import advise as adv
+from grpolab import theory
 from grpolab._paths import checkout_root
 from grpolab.cli.main import main
 
@@ -127,30 +128,110 @@ def test_adaptive_allocation_is_optimal_against_brute_force():
     assert value(got) == pytest.approx(best, rel=1e-12)
 
 
-def test_noise_constants_give_g_star(tmp_path):
+def test_noise_constants_give_the_exact_models_g_star(tmp_path):
     d = adv.load_pass_rates(_write(tmp_path, "r.json", json.dumps([0.2, 0.5, 0.7])))
     noise = adv.load_noise("1,3,64")
     a = adv.advise(d, budget=512, max_G=64, noise=noise)
-    assert a.noise["G_star"] == pytest.approx(8.0)
-    assert a.noise["G_star_feasible"] == 8
+    assert a.noise["form"] == "exact"
+    assert a.noise["G_star"] == pytest.approx(9.0)              # 1 + √64
+    assert a.noise["G_star_paper_form"] == pytest.approx(8.0)   # √64, one less
+    # the feasible G is the brute-force minimum of the exact MSE at B = ⌊N/G⌋
+    mse = {G: theory.minibatch_gradient_mse(512 // G, G, 1, 3, 64) for G in range(2, 65)}
+    assert a.noise["G_star_feasible"] == min(mse, key=mse.get)
     g_line = next(line for line in a.recommendation if line["item"] == "G")
-    assert g_line["value"] == 8 and "2603.01162" in g_line["reason"]
+    assert g_line["value"] == a.noise["G_star_feasible"]
+    assert "1 + sqrt(c3/c1)" in g_line["reason"] and "2603.01162" in g_line["reason"]
     row = next(r for r in a.rows if r["G"] == 16)
-    assert row["gradient_mse"] == pytest.approx(1 / 32 + 3 / (32 * 16) + 64 / (32 * 256))
+    assert row["gradient_mse"] == pytest.approx(1 / 32 + 3 / (32 * 16) + 64 / (32 * 16 * 15))
+    assert "exact model" in adv.format_advice(a)
 
 
-def test_noise_fit_recovers_constants(tmp_path):
-    c1, c2, c3 = 0.5, 2.0, 30.0
-    rows = [{"G": G, "prompts_per_step": 64 // G,
-             "noise_to_signal": c1 / (64 // G) + c2 / (64) + c3 / (64 * G)}
-            for G in (2, 4, 8, 16, 32)]
-    f = _write(tmp_path, "gradient_noise.json", json.dumps({"mixed": rows, "hard": rows[:2]}))
-    got = adv.load_noise(str(f), "mixed")
+def test_constants_that_contradict_the_model_are_flagged():
+    d = adv.Difficulty("point", "p", p=0.3)
+    a = adv.advise(d, budget=512, noise=adv.load_noise("1,3,0.5"))  # c3 < c1
+    g_line = next(line for line in a.recommendation if line["item"] == "G")
+    assert "c3 < c1 contradicts the model" in g_line["reason"]
+
+
+def _noise_rows(c1, c2, c3, signal, *, batches=64, points=((4, 2), (4, 4), (4, 8), (16, 2),
+                                                           (16, 8), (16, 16))):
+    """Rows as grpolab.labs.sweep.run writes them, from the exact model (noise-free)."""
+    rows = []
+    for B, G in points:
+        tv = float(theory.minibatch_gradient_mse(B, G, c1, c2, c3))
+        rows.append({"G": G, "prompts_per_step": B, "batches": batches, "trace_variance": tv,
+                     "mean_gradient_norm_sq": signal + tv / batches})  # E‖ḡ‖² = ‖∇J‖² + tr/n
+    return rows
+
+
+def test_noise_fit_recovers_the_exact_models_constants(tmp_path):
+    c1, c2, c3, signal = 0.5, 2.0, 30.0, 4.0
+    rows = _noise_rows(c1, c2, c3, signal)
+    got = adv.fit_noise_constants(rows)
     assert (got.c1, got.c2, got.c3) == pytest.approx((c1, c2, c3), rel=1e-8)
+    assert got.signal == pytest.approx(signal) and got.max_rel_residual < 1e-10
+    assert got.g_star == pytest.approx(1 + math.sqrt(c3 / c1)) and not got.notes
+    f = _write(tmp_path, "gradient_noise.json", json.dumps({"mixed": rows, "hard": rows[:2]}))
+    assert adv.load_noise(str(f), "mixed").c3 == pytest.approx(c3)
     with pytest.raises(adv.AdviseError, match="--noise-regime"):
         adv.load_noise(str(f))
-    with pytest.raises(adv.AdviseError, match=">= 3"):
+    with pytest.raises(adv.AdviseError, match=">= 3 distinct"):
         adv.load_noise(str(f), "hard")
+
+
+def test_noise_fit_debiases_the_signal_and_can_fail_without_it():
+    """Without debiasing, ‖ḡ‖² carries tr Var/n of noise: a planted misuse is detectable."""
+    rows = _noise_rows(0.5, 2.0, 30.0, 0.1, batches=4)
+    assert adv.fit_noise_constants(rows).signal == pytest.approx(0.1)
+    raw = adv.fit_noise_constants(rows, debias=False)
+    assert raw.signal > 0.1 * 1.1  # biased up by tr Var / n
+    undebiased = [{k: v for k, v in r.items() if k != "batches"} for r in rows]
+    with pytest.raises(adv.AdviseError, match="no batches"):
+        adv.fit_noise_constants(undebiased)
+    assert adv.fit_noise_constants(undebiased, debias=False).c3 == pytest.approx(raw.c3)
+
+
+def test_noise_fit_keeps_c3_above_c1_plus_the_signal():
+    """Data that would put c3 below c1 + |grad J|^2 meet the constraint, with a note; an
+    unresolved signal falls back to c3 >= c1, also with a note."""
+    rows = _noise_rows(0.5, 2.0, 1.0, 0.2)
+    strong = [dict(r, mean_gradient_norm_sq=5.0 + r["trace_variance"] / 64) for r in rows]
+    got = adv.fit_noise_constants(strong)
+    assert got.c3 >= got.c1 + 5.0 - 1e-9
+    assert any("binds" in n for n in got.notes)
+    assert got.g_star > 2
+    flat = [dict(r, mean_gradient_norm_sq=0.5 * r["trace_variance"] / 64) for r in rows]
+    got = adv.fit_noise_constants(flat)
+    assert got.signal < 0 and got.c3 >= got.c1
+    assert any("not resolved" in n for n in got.notes)
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({"G": 1}, "G must be a whole number >= 2"),
+    ({"trace_variance": 0.0}, "trace_variance must be > 0"),
+    ({"prompts_per_step": 2.5}, "prompts_per_step must be a whole number"),
+    ({"batches": 1}, "batches must be a whole number >= 2"),
+    ({"mean_gradient_norm_sq": "x"}, "mean_gradient_norm_sq must be a number"),
+    ({"G": None}, "has no G"),
+])
+def test_noise_fit_names_the_bad_row(edit, message):
+    rows = _noise_rows(0.5, 2.0, 30.0, 4.0)
+    rows[2] = {**rows[2], **edit}
+    with pytest.raises(adv.AdviseError, match=message) as e:
+        adv.fit_noise_constants(rows, "g.json")
+    assert "g.json: gradient-noise row 2" in str(e.value)
+
+
+def test_committed_gradient_noise_is_fitted_under_the_constraint():
+    """The committed rows (std-normalised GRPO, dapo loss) are outside the model's scope: the
+    fit still keeps c3 >= c1 + signal (so G* > 2) and says that the model misses rows."""
+    path = checkout_root() / "labs" / "results" / "cpu-full" / "gradient_noise.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    for name, rows in doc.items():
+        got = adv.fit_noise_constants(rows, name)
+        assert got.c3 >= got.c1 + max(got.signal, 0.0) - 1e-12
+        assert got.g_star > 2
+        assert got.points == len(rows)
 
 
 def test_trl_trainer_state_backs_out_a_beta(tmp_path):

@@ -65,6 +65,9 @@ NUMERIC_TRUTH = {
     # ch. 09-10: 24 informative groups of 64 (equal lengths); 1.28 × 0.02
     "loss-dilution-40-of-64": float(Fraction(24, 64)),
     "clip-higher-p002": float(Fraction(128, 100) * Fraction(2, 100)),
+    "pass-at-k-estimate": float(1 - Fraction(math.comb(7, 4), math.comb(10, 4))),
+    "kl-k3-sample": math.exp(-0.3) - 1 + 0.3,
+    "clip-higher-headroom": 1.28 * 0.01,
 }
 
 

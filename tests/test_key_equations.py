@@ -62,9 +62,47 @@ FORMULA_AS_CODE = {
     "baseline_standard_error": ((0.21, 8), lambda s2, G: math.sqrt(s2) / math.sqrt(G)),
     "rloo_scale_factor": ((6,), lambda G: (G - 1) / G),
     "gradient_variance_inflation": ((8,), lambda G: 1 + 1 / (G - 1)),
-    "minibatch_gradient_mse": ((32, 8, 0.3, 2.0, 5.0),
-                               lambda B, G, c1, c2, c3: c1 / B + c2 / (B * G) + c3 / (B * G**2)),
-    "optimal_group_size": ((0.2, 7.2), lambda c1, c3: math.sqrt(c3 / c1)),
+    "minibatch_gradient_mse": ((32, 8, 0.3, 2.0, 5.0), lambda B, G, c1, c2, c3:
+                               c1 / B + c2 / (B * G) + c3 / (B * G * (G - 1))),
+    "optimal_group_size": ((0.2, 7.2), lambda c1, c3: 1 + math.sqrt(c3 / c1)),
+    "pass_at_k": ((20, 3, 5), lambda n, c, k: 1 - math.comb(n - c, k) / math.comb(n, k)),
+    "mean_baseline_gradient_mse": ((0.3, 0.05, 4),
+                                   lambda m, s2, G: ((G - 1) / G) ** 2 * m + s2 / G**2),
+    "std_scaled_gradient_factor": ((0.3, 4), lambda p, G: sum(
+        math.comb(G, k) * p ** (k - 1) * (1 - p) ** (G - k - 1) * k * (G - k)
+        / (G * G * (math.sqrt(G / (G - 1) * (k / G) * (1 - k / G)) + 1e-4))
+        for k in range(1, G))),
+    "expected_pass_at_k": (([0.1, 0.5, 0.0], 3),
+                           lambda ps, k: sum(1 - (1 - p) ** k for p in ps) / len(ps)),
+    "beta_pass_at_k": ((5, 0.5, 2.0), lambda k, a, b: 1 - _beta(a, b + k) / _beta(a, b)),
+    "sharpened_pass_rate": ((0.3, 2.0, 0.5), lambda p, g, d: 1 / (1 + math.exp(
+        -(g * math.log(p / (1 - p)) + d)))),
+    "pass_at_k_crossing": (([0.5, 0.3, 0.02], [0.6, 0.4, 0.0]), lambda ps, qs: next(
+        k for k in range(1, 10**4) if sum((1 - q) ** k for q in qs) >= sum((1 - p) ** k
+                                                                           for p in ps))),
+    "informative_per_completion": ((0.3, 5), lambda p, G: (1 - p**G - (1 - p) ** G) / G),
+    "kl_k1": ((-0.4,), lambda x: -x),
+    "kl_k2": ((-0.4,), lambda x: x * x / 2),
+    "kl_k3": ((-0.4,), lambda x: (math.exp(x) - 1) - x),
+    "categorical_kl": (([0.5, 0.3, 0.2], [0.2, 0.3, 0.5]), lambda p, q: sum(
+        a * math.log(a / b) for a, b in zip(p, q, strict=True))),
+    "kl_estimator_moments": (([0.5, 0.3, 0.2], [0.2, 0.3, 0.5]), lambda p, q: sum(
+        a * 0.5 * math.log(b / a) ** 2 for a, b in zip(p, q, strict=True))),  # k2's mean
+    "kl_penalty_gradient": (([0.2, -0.1, 0.4], [0.0, 0.3, 0.0]), lambda z, zr: (
+        math.exp(z[0]) / sum(map(math.exp, z)) - math.exp(zr[0]) / sum(map(math.exp, zr)))),
+    "entropy": (([0.5, 0.3, 0.2],), lambda p: -sum(a * math.log(a) for a in p)),
+    "entropy_gradient": (([0.5, 0.3, 0.2],), lambda p: -p[0] * (math.log(p[0]) - sum(
+        a * math.log(a) for a in p))),
+    "entropy_change_first_order": (([0.5, 0.3, 0.2], [0.1, 0.0, -0.2]), lambda p, dz: -(
+        sum(a * math.log(a) * d for a, d in zip(p, dz, strict=True))
+        - sum(a * math.log(a) for a in p) * sum(a * d for a, d in zip(p, dz, strict=True)))),
+    "entropy_hessian": (([0.5, 0.3, 0.2],), lambda p: (
+        -p[0] * (1 - p[0]) * (math.log(p[0]) - sum(a * math.log(a) for a in p) + 1)
+        + p[0] ** 2 * (math.log(p[0]) - sum(a * math.log(a) for a in p)))),
+    "loo_gradient_covariance": (([0.5, 0.3, 0.2], [1.0, 0.0, 0.0], 4), None),
+    "expected_entropy_change": (([0.5, 0.3, 0.2], [0.1, 0.0, -0.1], np.zeros((3, 3))),
+                                None),
+    "clip_ratio_ceiling": ((0.01, 0.28), lambda p, e: min(1.0, (1 + e) * p)),
     "all_fail_probability": ((0.3, 5), lambda p, G: (1 - p) ** G),
     "all_pass_probability": ((0.3, 5), lambda p, G: p**G),
     "zero_variance_probability": ((0.3, 5), lambda p, G: p**G + (1 - p) ** G),
@@ -124,8 +162,6 @@ FORMULA_AS_CODE = {
         (0.5, 4, 0.2), lambda p, G, t: (p * (1 - t)) ** G + (1 - p * (1 - t)) ** G),
     "updates_per_rollout": ((512, 16, 512, 2), lambda B, G, M, mu: mu * B * G / M),
     "mean_policy_lag": ((16,), lambda U: (U - 1) / 2),
-    # G = 2: only the groups with one success count, each with A⁺ − A⁻ = 2 · 0.5/(s + ε)
-    "std_scaled_gradient_factor": ((0.3, 2), lambda p, G: 0.5 / (math.sqrt(0.5) + 1e-4)),
 }
 
 
@@ -137,6 +173,8 @@ def test_every_function_has_an_independent_formula_check():
 def test_formula_computes_what_the_function_computes(name):
     args, formula = FORMULA_AS_CODE[name]
     got = getattr(theory, name)(*[np.asarray(a) if isinstance(a, list) else a for a in args])
+    if formula is None:  # matrix and second-order forms: checked element by element below
+        formula = MATRIX_FORMULAS[name]
     if name == "sampling_cost":
         got = got.completions
         args = args
@@ -144,7 +182,39 @@ def test_formula_computes_what_the_function_computes(name):
         got = got[0]
     elif name == "gae_advantages":
         got = got[0]
+    elif name == "kl_estimator_moments":  # (mean, variance) of k3; the k2 mean is typed above
+        got = theory.kl_estimator_moments(*args, estimator="k2")[0]
+    elif name in ("kl_penalty_gradient", "entropy_gradient"):
+        got = np.asarray(got)[0]
+    elif name in ("entropy_hessian", "loo_gradient_covariance"):
+        got = np.asarray(got)[0, 0]
     assert float(np.asarray(got)) == pytest.approx(formula(*args), rel=1e-9, abs=1e-12)
+
+
+def _loo_covariance_00(p, r, G):
+    """Cov(ĝ)[0, 0] by summing over every ordered group of G actions (exact enumeration)."""
+    import itertools
+
+    p, r = np.asarray(p, float), np.asarray(r, float)
+    first, second = 0.0, 0.0
+    for group in itertools.product(range(p.size), repeat=G):
+        w = float(np.prod(p[list(group)]))
+        rr = r[list(group)]
+        adv = rr - (rr.sum() - rr) / (G - 1)
+        g0 = sum(a * ((1.0 if x == 0 else 0.0) - p[0]) for a, x in zip(adv, group,
+                                                                        strict=True)) / G
+        first += w * g0
+        second += w * g0 * g0
+    return second - first**2
+
+
+MATRIX_FORMULAS = {
+    "loo_gradient_covariance": _loo_covariance_00,
+    # zero covariance: the first-order change plus half the mean step's curvature
+    "expected_entropy_change": lambda p, m, C: float(
+        theory.entropy_change_first_order(p, m)
+        + 0.5 * np.asarray(m) @ theory.entropy_hessian(p) @ np.asarray(m)),
+}
 
 
 def test_uniform_case_of_the_beta_formula_is_2_over_g_plus_1():

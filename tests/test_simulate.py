@@ -171,3 +171,66 @@ def test_minibatch_simulator_rejects_bad_input():
         S.minibatch_gradient_mc([((0.0, 0.0), (1, 0)), ((0.0, 0.0, 0.0), (1, 0, 0))], 4, 4)
     with pytest.raises(ValueError, match="at least one"):
         S.minibatch_gradient_constants([])
+
+
+# ---- the simulators of ch. 02 and ch. 11–13 -------------------------------------------
+def test_gradient_estimators_mc_checks_the_scope_section():
+    logits, rewards = (0.0,) * 5, (1, 0, 0, 0, 0)                     # p = 0.2
+    m = S.softmax_policy_moments(logits, rewards)
+    for G in (2, 8):
+        out = S.gradient_estimators_mc(logits, rewards, G, n_batches=20_000,
+                                       prompts_per_batch=4, seed=G)
+        assert out["leave_one_out"]["scale"].agrees_with(1.0)
+        assert out["mean"]["scale"].agrees_with((G - 1) / G)
+        assert out["group_std"]["scale"].agrees_with(float(T.std_scaled_gradient_factor(0.2, G)))
+        # the planted "std division only rescales by (G − 1)/G" is rejected
+        assert not out["group_std"]["scale"].agrees_with((G - 1) / G)
+        loo = out["leave_one_out"]["mse"].mean
+        assert out["mean"]["mse"].agrees_with(
+            float(T.mean_baseline_gradient_mse(loo, m["true_gradient_sq"], G)))
+        nsr = out["leave_one_out"]["noise_to_signal"]
+        assert out["mean"]["noise_to_signal"] == pytest.approx(nsr, rel=1e-9)
+
+
+def test_pass_at_k_mc_is_unbiased_and_the_plug_in_is_not():
+    rates = np.linspace(0.01, 0.9, 40)
+    out = S.pass_at_k_mc(rates, 16, 4, n_trials=4_000, seed=1)
+    exact = float(T.expected_pass_at_k(rates, 4))
+    assert out["unbiased"].agrees_with(exact)
+    assert not out["plug_in"].agrees_with(exact)
+    with pytest.raises(ValueError, match="^k must be <= n"):
+        S.pass_at_k_mc(rates, 4, 8)
+
+
+def test_kl_simulators_agree_with_the_closed_forms():
+    z, z_ref = (0.0, 1.0, -0.5), (0.3, 0.0, 0.0)
+    pi, ref = np.exp(z) / np.exp(z).sum(), np.exp(z_ref) / np.exp(z_ref).sum()
+    est = S.kl_estimator_mc(z, z_ref, n_samples=200_000, seed=1)
+    for name in ("k1", "k2", "k3"):
+        assert est[name].agrees_with(T.kl_estimator_moments(pi, ref, name)[0])
+    assert not est["k2"].agrees_with(T.categorical_kl(pi, ref))
+    for placement in T.KL_PLACEMENTS:
+        mc = S.kl_gradient_mc(z, z_ref, placement, n_samples=200_000, seed=2)
+        exact = T.kl_penalty_gradient(z, z_ref, placement)
+        assert all(m.agrees_with(e) for m, e in zip(mc, exact, strict=True)), placement
+    wrong = T.kl_penalty_gradient(z, z_ref, "loss_k2")  # the reverse-KL gradient
+    mc = S.kl_gradient_mc(z, z_ref, "loss_k3", n_samples=200_000, seed=2)
+    assert not all(m.agrees_with(e) for m, e in zip(mc, wrong, strict=True))
+    with pytest.raises(ValueError, match="^ref_logits must be"):
+        S.kl_estimator_mc(z, (0.0, float("nan"), 0.0))
+
+
+def test_entropy_change_mc_even_part_is_the_second_order_term():
+    z, r = np.array([1.0, 0.5, 0.0, -0.5, -1.0]), np.array([0, 1, 0, 0, 0.0])
+    pi = np.exp(z) / np.exp(z).sum()
+    grad = pi * (r - pi @ r)
+    hess = T.entropy_hessian(pi)
+    for G in (2, 8):
+        eta = 0.3
+        mc = S.entropy_change_mc(z, r, G, eta, n_trials=200_000, seed=G)
+        C = eta**2 * T.loo_gradient_covariance(pi, r, G)
+        m = eta * grad
+        assert mc["even"].agrees_with(0.5 * (m @ hess @ m + np.sum(hess * C)))
+        assert not mc["even"].agrees_with(0.5 * (m @ hess @ m))  # the noise term is real
+        full = T.expected_entropy_change(pi, m, C)
+        assert abs(mc["change"].mean - full) < 0.1 * abs(full)   # to third order in η

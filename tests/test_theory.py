@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from itertools import product
 
 import numpy as np
@@ -265,7 +266,7 @@ def test_unbiased_estimate_accurate_for_huge_trials():
 
 def test_overflowing_results_are_refused_not_inf():
     with pytest.raises(ValueError, match="overflows"):
-        T.minibatch_gradient_mse(1, 1, 1e308, 1e308, 1e308)
+        T.minibatch_gradient_mse(1, 2, 1e308, 1e308, 1e308)
     with pytest.raises(ValueError, match="overflows"):
         T.optimal_group_size(1e-300, 1e300)
 
@@ -280,20 +281,82 @@ def test_dynamic_sampling_expected_batches_refuses_a_truncated_sum():
 
 
 def test_gradient_noise_forms():
-    """G/(G−1) inflation values quoted in theory/02, and G* = √(c₃/c₁) minimises the MSE."""
+    """G/(G−1) inflation values quoted in theory/02; both MSE forms and their optima."""
     assert T.gradient_variance_inflation(2) == pytest.approx(2.0)
     assert T.gradient_variance_inflation(8) == pytest.approx(8 / 7)
     assert T.gradient_variance_inflation([16]) == pytest.approx([16 / 15])
     with pytest.raises(ValueError, match="G"):
         T.gradient_variance_inflation(1)
     c1, c2, c3 = 0.02, 1.0, 2.0
-    N = 1024
-    Gs = np.array([1, 2, 4, 8, 16, 32, 64])
-    mse = T.minibatch_gradient_mse(N // Gs, Gs, c1, c2, c3)
-    assert Gs[np.argmin(mse)] == 8  # G* = √(2/0.02) = 10: the nearest power of two on the grid
-    assert T.optimal_group_size(c1, c3) == pytest.approx(10.0)
+    assert T.minibatch_gradient_mse(4, 3, c1, c2, c3) == pytest.approx(
+        c1 / 4 + c2 / 12 + c3 / (12 * 2))
+    assert T.minibatch_gradient_mse(4, 3, c1, c2, c3, form="paper") == pytest.approx(
+        c1 / 4 + c2 / 12 + c3 / (12 * 3))
+    assert T.optimal_group_size(c1, c3) == pytest.approx(11.0)          # 1 + √100
+    assert T.optimal_group_size(c1, c3, form="paper") == pytest.approx(10.0)
     with pytest.raises(ValueError, match="c1"):
         T.optimal_group_size(0.0, 1.0)
+    with pytest.raises(ValueError, match="^form must be one of"):
+        T.optimal_group_size(c1, c3, form="approx")
+
+
+def test_g_equal_one_is_refused_with_the_reason():
+    """A group of one has no baseline: GRPO's gradient is 0, not c1 + c2 + c3."""
+    for form in T.MSE_FORMS:
+        with pytest.raises(ValueError, match="^G must be >= 2: at G = 1 a group has no baseline"):
+            T.minibatch_gradient_mse(4, 1, 1.0, 1.0, 1.0, form=form)
+        with pytest.raises(ValueError, match="^G must be >= 2"):
+            T.minibatch_gradient_mse(4, [2, 1], 1.0, 1.0, 1.0, form=form)
+    with pytest.raises(ValueError, match="^G must be an integer in"):
+        T.minibatch_gradient_mse(4, 0, 1.0, 1.0, 1.0)
+
+
+def test_an_optimum_below_two_is_flagged():
+    with pytest.warns(T.GroupSizeWarning, match="c3 < c1 contradicts the model"):
+        assert T.optimal_group_size(1.0, 0.25) == pytest.approx(1.5)
+    with pytest.warns(T.GroupSizeWarning, match="paper form"):
+        T.optimal_group_size(1.0, 2.0, form="paper")
+    # the model's own constraint c3 >= c1 + |grad J|^2 keeps the exact optimum above 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", T.GroupSizeWarning)
+        assert T.optimal_group_size(1.0, 1.0 + 1e-9) > 2
+
+
+def _integer_optimum_is(g_star: float, c1: float, c2: float, c3: float, form: str) -> bool:
+    """True if the integer G that minimises N·MSE = G·MSE(1, G) over [2, 4000] (a brute-force
+    search at a fixed budget with B = N/G real-valued) is ⌊g_star⌋ or ⌈g_star⌉, whichever
+    of the two has the smaller MSE."""
+    G = np.arange(2, 4001)
+    n_mse = G * np.asarray(T.minibatch_gradient_mse(1, G, c1, c2, c3, form=form))
+    best = int(G[np.argmin(n_mse)])
+    candidates = sorted({max(2, int(np.floor(g_star))), max(2, int(np.ceil(g_star)))})
+    expected = min(candidates, key=lambda g: n_mse[g - 2])
+    return best == expected
+
+
+@pytest.mark.parametrize("form", ["exact", "paper"])
+def test_optimum_minimises_the_mse_over_the_integers(form):
+    rng = np.random.default_rng(3)
+    cases = [(0.01995, 1.0, 0.15168), (0.02, 1.0, 2.0), (0.001, 5.0, 2.0), (0.3, 0.1, 0.31)]
+    cases += [(float(c1), float(c2), float(c1 * (1 + m))) for c1, c2, m in
+              zip(10 ** rng.uniform(-4, 0, 40), rng.uniform(0, 3, 40), 10 ** rng.uniform(0, 4, 40),
+                  strict=True)]
+    for c1, c2, c3 in cases:
+        with warnings.catch_warnings():
+            # c3 >= c1 throughout, so only the paper form's optimum can fall below 2
+            warnings.simplefilter("ignore" if form == "paper" else "error", T.GroupSizeWarning)
+            g_star = float(T.optimal_group_size(c1, c3, form=form))
+        assert _integer_optimum_is(g_star, c1, c2, c3, form), (c1, c2, c3, g_star)
+
+
+def test_a_planted_wrong_optimum_fails_the_brute_force_check():
+    """The paper's √(c₃/c₁) used as the exact model's optimum is off by one: the check sees it
+    (the chapter's easier-prompts toy: √ = 2.76, exact optimum 3.76, integer best 4)."""
+    c1, c2, c3 = 0.01995, 1.0, 0.15168
+    wrong = float(T.optimal_group_size(c1, c3, form="paper"))
+    assert not _integer_optimum_is(wrong, c1, c2, c3, "exact")
+    assert _integer_optimum_is(float(T.optimal_group_size(c1, c3)), c1, c2, c3, "exact")
+    assert not _integer_optimum_is(wrong + 3, c1, c2, c3, "paper")
 
 
 def test_gradient_mse_explorer_g_star_moves_with_c1_c3_not_the_budget():
@@ -310,17 +373,234 @@ def test_gradient_mse_explorer_g_star_moves_with_c1_c3_not_the_budget():
         params = dict(zip(names, (s.values[i] for s, i in zip(e.sliders, idx, strict=True)),
                           strict=True))
         flat = int(np.ravel_multi_index(idx, sizes))
-        g_star = grid["readouts"][flat][0]
-        assert g_star == pytest.approx(T.optimal_group_size(params["c1"], params["c3"]),
-                                       rel=1e-6)
-        g_star_by_c.setdefault((params["c1"], params["c3"]), set()).add(g_star)
+        g_exact, g_paper, best = grid["readouts"][flat][:3]
+        assert g_exact == pytest.approx(T.optimal_group_size(params["c1"], params["c3"]),
+                                        rel=1e-6)
+        assert g_exact - g_paper == pytest.approx(1.0, rel=1e-6)
+        # the best integer G sits next to the exact optimum
+        assert abs(best - g_exact) < 1, (params, best, g_exact)
+        g_star_by_c.setdefault((params["c1"], params["c3"]), set()).add(g_exact)
     assert all(len(v) == 1 for v in g_star_by_c.values()), "G* must not depend on the budget"
     assert len({next(iter(v)) for v in g_star_by_c.values()}) > 10, "G* moves with c1, c3"
-    # the plotted curve is theory.minibatch_gradient_mse at B = N/G, and its minimum over
-    # powers of two sits next to G*
-    x, series = e.curves(c1=0.01, c3=1.0, budget=1024)
-    mse = series["MSE(G) at a fixed budget N = B·G"]
-    ok = ~np.isnan(mse)
-    assert np.allclose(mse[ok], T.minibatch_gradient_mse(1024 // x[ok].astype(int),
-                                                         x[ok].astype(int), 0.01, 1.0, 1.0))
-    assert x[ok][np.argmin(mse[ok])] in (8, 16)  # G* = 10
+    # the plotted exact curve is N·MSE = G·minibatch_gradient_mse(1, G), minimal next to G*
+    x, series = e.curves(c1=0.01, c3=1.0)
+    n_mse = series["exact: N·MSE = c₁G + c₂ + c₃/(G−1)"]
+    ok = ~np.isnan(n_mse)
+    G = x[ok].astype(int)
+    assert np.allclose(n_mse[ok], G * np.asarray(T.minibatch_gradient_mse(1, G, 0.01, 1.0, 1.0)))
+    assert abs(G[np.argmin(n_mse[ok])] - 11) <= 1  # G* = 1 + √100, on a log-spaced grid
+
+
+
+# ---- pass@k (Chen et al. 2021) -------------------------------------------------------
+def test_pass_at_k_is_the_combinatorial_formula():
+    for n, c, k in product(range(1, 13), range(13), range(1, 13)):
+        if c > n or k > n:
+            continue
+        expected = 1 - math.comb(n - c, k) / math.comb(n, k)
+        assert T.pass_at_k(n, c, k) == pytest.approx(expected, rel=1e-12, abs=1e-15), (n, c, k)
+
+
+def test_pass_at_k_edges_are_exact_and_it_broadcasts():
+    assert T.pass_at_k(200, 0, 50) == 0.0
+    assert T.pass_at_k(200, 151, 50) == 1.0       # n − c < k: every 50-subset holds a success
+    assert T.pass_at_k(7, 3, 1) == 3 / 7
+    assert T.pass_at_k(10, 10, 10) == 1.0
+    got = T.pass_at_k(64, [0, 1, 8], [[1], [4], [64]])
+    assert np.asarray(got).shape == (3, 3)
+    assert np.all(np.asarray(got)[2, 1:] == 1.0)
+    # a tiny pass@k keeps its relative accuracy (one success in 10^12 samples, k = 3)
+    assert T.pass_at_k(10**12, 1, 3) == pytest.approx(3e-12, rel=1e-9)
+    with pytest.raises(ValueError, match="^k must be <= n"):
+        T.pass_at_k(4, 1, 5)
+    with pytest.raises(ValueError, match="^c must lie in"):
+        T.pass_at_k(4, 5, 2)
+
+
+def test_pass_at_k_is_unbiased_for_one_minus_one_minus_p_to_the_k():
+    """E[pass@k] over c ~ Binomial(n, p) is 1 − (1 − p)^k exactly: any_success_probability is
+    pass@G. A plug-in 1 − (1 − c/n)^k is biased (checked to fail)."""
+    from scipy import stats as sps
+
+    n = 20
+    c = np.arange(n + 1)
+    for p in (0.02, 0.3, 0.8):
+        w = sps.binom.pmf(c, n, p)
+        for k in (1, 4, 16, 20):
+            mean = float(np.sum(w * np.asarray(T.pass_at_k(n, c, k))))
+            assert mean == pytest.approx(float(T.any_success_probability(p, k)), rel=1e-10)
+            plug_in = float(np.sum(w * (1 - (1 - c / n) ** k)))
+            if 1 < k and p < 0.5:
+                assert abs(plug_in - mean) > 1e-4, (p, k)
+
+
+def test_the_all_fail_half_of_the_zero_variance_estimate_is_one_minus_pass_at_g():
+    for n, k, G in [(16, 0, 4), (16, 3, 4), (64, 5, 8), (64, 60, 8), (200, 17, 32)]:
+        pass_g = float(T.pass_at_k(n, k, G))
+        pass_g_of_failures = float(T.pass_at_k(n, n - k, G))  # all-pass half, by symmetry
+        est = float(T.unbiased_zero_variance_estimate(k, n, G))
+        assert est == pytest.approx((1 - pass_g) + (1 - pass_g_of_failures), abs=1e-12)
+
+
+# ---- ch. 02: the scope of the variance theory ---------------------------------------
+def test_std_scaled_gradient_factor_is_g_minus_one_over_g_without_std_and_tends_to_one_over_sigma():
+    for G in (2, 3, 8, 33):
+        assert T.std_scaled_gradient_factor([0.05, 0.2, 0.7], G, scale="none") == (
+            pytest.approx([(G - 1) / G] * 3, rel=1e-12))
+    # E16's toy values at p = 0.2 (0.71, 1.44, 1.97, 2.27), approaching 1/σ = 2.5
+    got = [float(T.std_scaled_gradient_factor(0.2, G)) for G in (2, 4, 8, 16)]
+    assert got == pytest.approx([0.707, 1.435, 1.970, 2.271], abs=2e-3)
+    assert float(T.std_scaled_gradient_factor(0.2, 4000, eps=0.0)) == pytest.approx(2.5, rel=1e-3)
+    # the limit at p = 0: only the lone-success groups survive, (G − 1)/(G (s_1 + eps))
+    G = 8
+    s1 = math.sqrt(G / (G - 1) * (1 / G) * (1 - 1 / G))
+    assert float(T.std_scaled_gradient_factor(0.0, G)) == pytest.approx((G - 1) / (G * (s1 + 1e-4)))
+    with pytest.raises(TypeError, match="^G must be a single group size"):
+        T.std_scaled_gradient_factor(0.2, [2, 4])
+
+
+def test_std_scaled_factor_is_the_expectation_over_k():
+    """Independent check: sample k ~ Bin(G, p), average k(G−k)/(G² p(1−p)(s_k + eps))."""
+    rng = np.random.default_rng(5)
+    G, p = 6, 0.3
+    k = rng.binomial(G, p, size=400_000)
+    s = np.sqrt(G / (G - 1) * (k / G) * (1 - k / G)) + 1e-4
+    mc = k * (G - k) / (G * G * p * (1 - p) * s)
+    assert mc.mean() == pytest.approx(float(T.std_scaled_gradient_factor(p, G)),
+                                      abs=5 * mc.std() / math.sqrt(mc.size))
+
+
+def test_mean_baseline_mse_is_shrunken_loo_mse_plus_signal():
+    assert T.mean_baseline_gradient_mse(0.128, 0.1, 2) == pytest.approx(0.25 * 0.128 + 0.1 / 4)
+    assert T.mean_baseline_gradient_mse(1.0, 0.0, [2, 4]) == pytest.approx([0.25, 0.5625])
+    with pytest.raises(ValueError, match="^G must be >= 2"):
+        T.mean_baseline_gradient_mse(1.0, 0.1, 1)
+
+
+# ---- ch. 11: pass@k --------------------------------------------------------------------
+def test_expected_pass_at_k_rises_to_the_coverage():
+    rates = [0.0, 0.0, 0.01, 0.5]
+    assert T.expected_pass_at_k(rates, 1) == pytest.approx(np.mean(rates))
+    assert T.expected_pass_at_k(rates, 10**6) == pytest.approx(0.5, abs=1e-9)  # 2 of 4 covered
+    ks = np.array([1, 2, 4, 8, 64])
+    got = np.asarray(T.expected_pass_at_k(rates, ks))
+    assert got.shape == ks.shape and np.all(np.diff(got) > 0)
+
+
+def test_beta_pass_at_k_is_the_integral_and_decays_like_k_to_the_minus_a():
+    a, b = 0.5, 2.0
+    for k in (1, 3, 20):
+        val, _ = integrate.quad(lambda p, k=k: (1 - (1 - p) ** k) * p ** (a - 1)
+                                * (1 - p) ** (b - 1), 0, 1)
+        assert T.beta_pass_at_k(k, a, b) == pytest.approx(val / math.exp(
+            math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)), rel=1e-7)
+    k = np.array([10**3, 10**4])
+    miss = 1 - np.asarray(T.beta_pass_at_k(k, a, b))
+    assert np.log(miss[1] / miss[0]) / np.log(10) == pytest.approx(-a, abs=0.01)
+
+
+def test_sharpened_pass_rate_fixes_the_edges_and_is_the_logit_map():
+    assert T.sharpened_pass_rate([0.0, 0.5, 1.0], 3.0) == pytest.approx([0.0, 0.5, 1.0])
+    assert T.sharpened_pass_rate([0.1, 0.9], 1.0) == pytest.approx([0.1, 0.9])
+    assert float(T.sharpened_pass_rate(1e-100, 2.0, 1.0)) > 0  # tiny, not rounded to 0
+    assert float(T.sharpened_pass_rate(1e-10, 2.0)) == pytest.approx(1e-20, rel=1e-6)
+    q = T.sharpened_pass_rate([0.2, 0.8], 2.0)
+    assert q[0] < 0.2 and q[1] > 0.8
+    with pytest.raises(ValueError, match="^shift must be"):
+        T.sharpened_pass_rate(0.3, 2.0, float("inf"))
+
+
+def test_pass_at_k_crossing_finds_the_first_k_and_can_return_none():
+    base = np.array([0.5, 0.3, 0.02])
+    tuned = np.array([0.6, 0.4, 0.0])  # better on two prompts, lost the third
+    k = T.pass_at_k_crossing(base, tuned)
+    ahead = [float(T.expected_pass_at_k(tuned, j)) > float(T.expected_pass_at_k(base, j))
+             for j in range(1, k + 1)]
+    assert all(ahead[:-1]) and not ahead[-1]
+    assert T.pass_at_k_crossing(base, base + 0.1) is None       # ahead at every k
+    assert T.pass_at_k_crossing(base, base) == 1                  # tied counts as crossed
+    with pytest.raises(ValueError, match="same, non-zero number"):
+        T.pass_at_k_crossing([0.1], [0.1, 0.2])
+
+
+def test_informative_per_completion_is_flat_from_two_to_three_then_falls():
+    for p in (0.05, 0.3, 0.5):
+        r = np.asarray(T.informative_per_completion(p, [1, 2, 3, 4, 8]))
+        assert r[0] == 0 and r[1] == pytest.approx(p * (1 - p)) == pytest.approx(r[2])
+        assert r[2] > r[3] > r[4]
+    # a hard prompt loses little per completion up to G ~ 1/p
+    assert float(T.informative_per_completion(0.01, 16)) > 0.9 * 0.01 * 0.99
+
+
+# ---- ch. 12: KL -------------------------------------------------------------------------
+PI, REF = np.array([0.6, 0.3, 0.1]), np.array([0.3, 0.3, 0.4])
+
+
+def test_k1_and_k3_are_unbiased_k2_is_not():
+    kl = T.categorical_kl(PI, REF)
+    m1, v1 = T.kl_estimator_moments(PI, REF, "k1")
+    m2, v2 = T.kl_estimator_moments(PI, REF, "k2")
+    m3, v3 = T.kl_estimator_moments(PI, REF, "k3")
+    assert m1 == pytest.approx(kl) and m3 == pytest.approx(kl)
+    assert abs(m2 - kl) > 1e-3        # the planted claim "k2 is unbiased" fails
+    assert v3 < v1                    # the control variate lowers the variance here
+    assert T.categorical_kl(PI, PI) == 0
+    assert np.all(np.asarray(T.kl_k3(np.linspace(-5, 5, 11))) >= 0)
+    with pytest.raises(ValueError, match="^log_ratio must be finite"):
+        T.kl_k3(800.0)
+    with pytest.raises(ValueError, match="ref_probs must be > 0"):
+        T.categorical_kl([0.5, 0.5], [1.0, 0.0])
+
+
+def _numeric_gradient(f, z, h=1e-6):
+    return np.array([(f(z + h * e) - f(z - h * e)) / (2 * h) for e in np.eye(z.size)])
+
+
+def _softmax(z):
+    q = np.exp(z - z.max())
+    return q / q.sum()
+
+
+def test_kl_placements_have_the_gradients_derived_in_ch_12():
+    z, z_ref = np.log(PI), np.log(REF)
+    reverse = _numeric_gradient(lambda x: T.categorical_kl(_softmax(x), REF), z)
+    forward = _numeric_gradient(lambda x: T.categorical_kl(REF, _softmax(x)), z)
+    for placement in ("reward_k1", "loss_k2", "loss_k3_ratio"):
+        assert np.allclose(T.kl_penalty_gradient(z, z_ref, placement), reverse, atol=1e-7)
+    assert np.allclose(T.kl_penalty_gradient(z, z_ref, "loss_k3"), forward, atol=1e-7)
+    assert not np.allclose(forward, reverse, atol=1e-3)  # k3 in the loss is the other KL
+    assert np.all(T.kl_penalty_gradient(z, z_ref, "loss_k1") == 0)
+    with pytest.raises(ValueError, match="^placement must be one of"):
+        T.kl_penalty_gradient(z, z_ref, "k3")
+
+
+# ---- ch. 13: entropy ----------------------------------------------------------------
+def test_entropy_gradient_and_hessian_match_finite_differences():
+    z = np.array([1.0, 0.2, -0.5, -1.5])
+    pi = _softmax(z)
+    assert T.entropy(np.full(4, 0.25)) == pytest.approx(math.log(4))
+    assert T.entropy([1.0, 0.0]) == 0
+    g = _numeric_gradient(lambda x: float(T.entropy(_softmax(x))), z)
+    assert np.allclose(T.entropy_gradient(pi), g, atol=1e-8)
+    hess = np.array([_numeric_gradient(
+        lambda x, i=i: float(T.entropy_gradient(_softmax(x))[i]), z) for i in range(4)])
+    assert np.allclose(T.entropy_hessian(pi), hess, atol=1e-6)
+    dz = np.array([0.3, -0.1, 0.0, 0.2])
+    assert T.entropy_change_first_order(pi, dz) == pytest.approx(float(g @ dz))
+    assert T.entropy_change_first_order(pi, dz + 5.0) == pytest.approx(float(g @ dz))  # shift
+
+
+def test_noise_term_of_the_entropy_change_shrinks_with_g():
+    pi, r = _softmax(np.array([1.0, 0.5, 0.0, -0.5, -1.0])), np.array([0, 1, 0, 0, 0.0])
+    hess = T.entropy_hessian(pi)
+    noise = [0.5 * float(np.sum(hess * T.loo_gradient_covariance(pi, r, G)))
+             for G in (2, 4, 8, 32)]
+    assert all(n < 0 for n in noise) and noise == sorted(noise)  # negative, shrinking in size
+    zero = T.expected_entropy_change(pi, np.zeros(5), np.zeros((5, 5)))
+    assert zero == 0
+
+
+def test_clip_ceiling():
+    assert T.clip_ratio_ceiling(0.01, 0.2) == pytest.approx(0.012)
+    assert T.clip_ratio_ceiling(0.01, 0.28) == pytest.approx(0.0128)
+    assert T.clip_ratio_ceiling(0.9, 0.28) == 1.0

@@ -250,8 +250,9 @@ def test_unbiased_gradient_mean_is_the_gradient_of_the_pass_rate(ds):
 def test_mse_fit_recovers_known_constants():
     Bs, Gs = np.meshgrid([1, 2, 4, 8], [2, 4, 8, 16, 32])
     mse = theory.minibatch_gradient_mse(Bs.ravel(), Gs.ravel(), 0.3, 0.2, 1.2)
-    fit = toy.fit_mse_constants(Bs, Gs, mse)
+    fit = toy.fit_mse_constants(Bs, Gs, mse, signal=0.5)
     assert fit["c1"] == pytest.approx(0.3) and fit["c3"] == pytest.approx(1.2)
+    assert fit["G_star"] == pytest.approx(1 + np.sqrt(1.2 / 0.3))
     assert fit["G_star"] == pytest.approx(theory.optimal_group_size(0.3, 1.2))
     with pytest.raises(ValueError, match="at least 3"):
         toy.fit_mse_constants([1, 2], [2, 2], [1.0, 0.5])
@@ -259,8 +260,26 @@ def test_mse_fit_recovers_known_constants():
         toy.fit_mse_constants([1, 2, 4], [2, 2, 2], [1.0, float("nan"), 0.5])
 
 
+def test_exact_mse_is_the_exact_model_not_the_papers(ds):
+    """The toy's exact first-step MSE is c₁/B + c₂/(BG) + c₃/(BG(G − 1)) to rounding, with
+    c₃ ≥ c₁ + ‖∇J‖²; the paper's c₃/(BG²) form misses it (checked to fail)."""
+    cfg = toy.unbiased_config(toy.ToyConfig())
+    fit = toy.predicted_optimal_group_size(ds, cfg)
+    assert fit["max_rel_residual"] < 1e-9
+    assert fit["c3"] > fit["c1"] + fit["signal"] > fit["c1"]
+    assert fit["G_star"] > 2
+    rel = []
+    for B in toy.FIT_B:
+        for G in toy.FIT_G:
+            exact = toy.exact_gradient_mse(ds, cfg, B, G)["mse"]
+            paper = theory.minibatch_gradient_mse(B, G, fit["c1"], fit["c2"], fit["c3"],
+                                                  form="paper")
+            rel.append(abs(paper / exact - 1))
+    assert max(rel) > 0.01
+
+
 def test_measured_mse_fits_the_minibatch_form(ds):
-    """Monte Carlo MSE at 2 × 5 (B, G) points fits c₁/B + c₂/(BG) + c₃/(BG²) within 5%."""
+    """Monte Carlo MSE at 2 × 5 (B, G) points fits c₁/B + c₂/(BG) + c₃/(BG(G − 1)) within 5%."""
     cfg = toy.unbiased_config(toy.ToyConfig())
     Bs, Gs, ms = [], [], []
     for B in (2, 8):
@@ -269,9 +288,9 @@ def test_measured_mse_fits_the_minibatch_form(ds):
             Gs.append(G)
             ms.append(toy.measure_gradient_mse(ds, cfg, B, G, n_draws=4000, seed_offset=B * G)
                       ["mse"])
-    fit = toy.fit_mse_constants(Bs, Gs, ms)
-    assert fit["max_rel_residual"] < 0.05, fit
     exact = toy.predicted_optimal_group_size(ds, cfg)
+    fit = toy.fit_mse_constants(Bs, Gs, ms, signal=exact["signal"])
+    assert fit["max_rel_residual"] < 0.05, fit
     assert fit["G_star"] == pytest.approx(exact["G_star"], rel=0.15)
 
 

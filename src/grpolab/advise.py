@@ -5,7 +5,8 @@ Read per-prompt pass rates (a census, a CSV, a JSON list) or a TRL training log 
 at a fixed budget of completions per step: the expected fraction of zero-variance groups,
 the informative prompts per step, the completions paid per informative group, the remedies
 (filtering, dynamic sampling, adaptive G) and, when gradient-noise constants are given, the
-fixed-budget optimum G* = √(c₃/c₁). Every line of the recommendation carries its reason.
+exact model's fixed-budget optimum G* = 1 + √(c₃/c₁). Every line of the recommendation
+carries its reason.
 
 numpy/scipy only (never torch), like :mod:`grpolab.theory`, whose closed forms it uses.
 
@@ -17,6 +18,7 @@ book/theory/02-baseline-variance.md, 03-zero-variance.md, 04-cost-of-g.md and
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -639,35 +641,125 @@ def load_pass_rates(path, *, num_generations: int | None = None) -> Difficulty:
 # --------------------------------------------------------------------------------------
 @dataclass
 class NoiseConstants:
-    """c₁ (across prompts), c₂ (within group) and c₃ (baseline estimation) of
-    MSE = c₁/B + c₂/(BG) + c₃/(BG²) (arXiv 2603.01162, Prop. 3)."""
+    """c₁ (across prompts), c₂ (within group, oracle baseline) and c₃ (estimating the
+    baseline) of the exact minibatch model MSE = c₁/B + c₂/(BG) + c₃/(BG(G − 1))
+    (:func:`grpolab.theory.minibatch_gradient_mse`, book/theory/02-baseline-variance.md).
+
+    From :func:`fit_noise_constants` they also carry ``signal`` (the debiased ‖∇J‖² the
+    constraint c₃ ≥ c₁ + ‖∇J‖² used, in the rows' units), ``points`` (rows fitted),
+    ``max_rel_residual`` and ``notes`` (what a reader of G* must know about the fit).
+    """
 
     c1: float
     c2: float
     c3: float
     source: str = "given"
+    signal: float | None = None
+    points: int | None = None
+    max_rel_residual: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def g_star(self) -> float:
+        """The exact model's fixed-budget optimum, 1 + √(c₃/c₁)."""
+        return float(theory.optimal_group_size(self.c1, self.c3))
 
 
-def fit_noise_constants(rows: list[dict], source: str = "fit") -> NoiseConstants:
-    """Fit c₁, c₂, c₃ ≥ 0 to measured gradient noise at several (B, G).
+#: Keys of one gradient-noise row (what ``grpolab.labs.sweep.run`` writes per (B, G)).
+NOISE_ROW_KEYS = ("prompts_per_step", "G", "trace_variance", "mean_gradient_norm_sq")
 
-    Each row needs ``G``, ``prompts_per_step`` (B) and ``noise_to_signal`` (the trace
-    variance of one batch's gradient over the squared norm of the mean gradient, as
-    written by ``grpolab.grpo.measure.gradient_noise``). Non-negative least squares on
-    the features 1/B, 1/(BG), 1/(BG²). Using the ratio, not the raw trace, takes out the
-    scale that the token-level loss gives the gradient.
+
+def _noise_row(r, i: int, source: str, debias: bool) -> tuple[float, float, float, float]:
+    """(B, G, trace variance, debiased signal) of row ``i``, or an AdviseError naming it."""
+    where = f"{source}: gradient-noise row {i}"
+    if not isinstance(r, dict):
+        raise AdviseError(f"{where} must be an object with {', '.join(NOISE_ROW_KEYS)}")
+    missing = [k for k in NOISE_ROW_KEYS + (("batches",) if debias else ()) if r.get(k) is None]
+    if missing:
+        raise AdviseError(f"{where} has no {', '.join(missing)}"
+                          + (" (pass debias=False if its signal is already debiased)"
+                             if missing == ["batches"] else ""))
+    B, G, tv, m = (_number(r[k], k, where) for k in NOISE_ROW_KEYS)
+    if B < 1 or B != round(B):
+        raise AdviseError(f"{where}: prompts_per_step must be a whole number >= 1, got {B:g}")
+    if G < 2 or G != round(G):
+        raise AdviseError(f"{where}: G must be a whole number >= 2 (a group of one has no "
+                          f"baseline), got {G:g}")
+    if tv <= 0:
+        raise AdviseError(f"{where}: trace_variance must be > 0, got {tv:g}")
+    if debias:
+        n = _number(r["batches"], "batches", where)
+        if n < 2 or n != round(n):
+            raise AdviseError(f"{where}: batches must be a whole number >= 2, got {n:g}")
+        # E‖ḡ‖² = ‖E g‖² + tr Var / n: the mean of n batch gradients carries their noise
+        m -= tv / n
+    return B, G, tv, m
+
+
+def fit_noise_constants(rows: list[dict], source: str = "fit", *,
+                        debias: bool = True) -> NoiseConstants:
+    """Fit the exact model MSE = c₁/B + c₂/(BG) + c₃/(BG(G − 1)) to measured gradient noise,
+    under the constraint the model itself implies, c₃ ≥ c₁ + ‖∇J‖².
+
+    Input: one row per (B, G) with ``prompts_per_step`` (B), ``G`` (≥ 2),
+    ``trace_variance`` (E‖g − ḡ‖², the total variance of one batch's gradient) and
+    ``mean_gradient_norm_sq`` (‖ḡ‖², the squared norm of the mean of the ``batches``
+    batch gradients), the rows ``grpolab.labs.sweep.run`` writes to ``gradient_noise.json``.
+    With ``debias=True`` each row also needs ``batches`` (n) and its signal is debiased,
+    ‖ḡ‖² − trace_variance/n (E‖ḡ‖² = ‖∇J‖² + tr Var/n); with ``debias=False``
+    ``mean_gradient_norm_sq`` is taken as an unbiased estimate of ‖∇J‖² already.
+
+    The fit:
+
+    1. ‖∇J‖² is one number for an estimator whose mean does not depend on (B, G), the
+       estimator the model describes (no std division, a G-independent loss normaliser).
+       It is the mean of the rows' debiased signals, each weighted by the inverse square
+       of its noise floor trace_variance/n, and floored at 0 (then the constraint is c₃ ≥ c₁).
+    2. With c₃ = c₁ + ‖∇J‖² + d, the model is linear in (c₁, c₂, d) ≥ 0; non-negative least
+       squares on the relative residuals (model − trace_variance)/trace_variance, since a
+       variance estimated from n batches has an error proportional to its size.
+
+    The constants are in the rows' units; divide by ``signal`` for noise-to-signal units
+    (then c₃ ≥ c₁ + 1). The exact model's optimum, 1 + √(c₃/c₁), exceeds 2 by construction.
+    ``notes`` says when the signal is not resolved, when the constraint binds, and when the
+    model fits badly (the estimator is then probably not the one it describes).
+
+    Derived in: book/theory/02-baseline-variance.md, "Fitting the constants".
     """
-    good = [r for r in rows if isinstance(r, dict) and r.get("noise_to_signal") is not None
-            and r.get("G") and r.get("prompts_per_step")]
-    if len(good) < 3:
-        raise AdviseError(f"{source}: need gradient noise at >= 3 (B, G) points to fit c1, c2, "
-                          f"c3, got {len(good)}")
-    B = np.array([float(r["prompts_per_step"]) for r in good])
-    G = np.array([float(r["G"]) for r in good])
-    y = np.array([float(r["noise_to_signal"]) for r in good])
-    X = np.column_stack([1 / B, 1 / (B * G), 1 / (B * G * G)])
-    (c1, c2, c3), _ = optimize.nnls(X, y)
-    return NoiseConstants(float(c1), float(c2), float(c3), source)
+    if not isinstance(rows, list):
+        raise AdviseError(f"{source}: gradient-noise rows must be a list, got "
+                          f"{type(rows).__name__}")
+    data = np.array([_noise_row(r, i, source, debias) for i, r in enumerate(rows)],
+                    dtype=float).reshape(-1, 4)
+    if len({(b, g) for b, g in data[:, :2]}) < 3:
+        raise AdviseError(f"{source}: need gradient noise at >= 3 distinct (B, G) points to "
+                          f"fit c1, c2, c3, got {len(data)} rows")
+    B, G, tv, s = data.T
+    floor = tv / np.array([float(r["batches"]) for r in rows]) if debias else tv
+    w = 1.0 / floor ** 2
+    signal = float(np.sum(w * s) / np.sum(w))
+    notes = []
+    if signal <= 0:
+        notes.append(f"the debiased signal |grad J|^2 is not resolved ({signal:.3g} <= 0): "
+                     "the constraint uses c3 >= c1 only; measure more batches per point")
+    s_plus = max(signal, 0.0)
+    last = 1.0 / (B * G * (G - 1))
+    features = np.column_stack([1.0 / B + last, 1.0 / (B * G), last])
+    (c1, c2, d), _ = optimize.nnls(features / tv[:, None], 1.0 - s_plus * last / tv)
+    c1, c2, c3 = float(c1), float(c2), float(c1 + s_plus + d)
+    if c1 <= 0:
+        raise AdviseError(f"{source}: the fitted c1 is 0 (the noise does not level off as B "
+                          "grows), so G* is unbounded; measure more (B, G) points")
+    pred = c1 / B + c2 / (B * G) + c3 * last
+    resid = float(np.max(np.abs(pred / tv - 1)))
+    if d == 0 and s_plus > 0:
+        notes.append("the constraint c3 >= c1 + |grad J|^2 binds: the data alone would put "
+                     "c3 lower")
+    if resid > 0.25:
+        notes.append(f"the model misses a row by {resid:.0%}: is the estimator the one it "
+                     "describes (no std division, a G-independent loss normaliser)?")
+    return NoiseConstants(c1, c2, c3, source, signal=signal, points=len(data),
+                          max_rel_residual=resid, notes=notes)
 
 
 def load_noise(spec: str, regime: str | None = None) -> NoiseConstants:
@@ -908,8 +1000,8 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
     2. filtering first, when dropping never/always-solved prompts adds >= MIN_GAIN
        informative groups per completion and leaves a full step of prompts;
     3. the G to start with: G* = argmin of the fixed-budget gradient MSE when noise
-       constants are known (arXiv 2603.01162, Thm. 7); otherwise START_G, doubled while
-       more than MAX_ZERO_VARIANCE of the training pool's groups have zero variance,
+       constants are known (the exact model, optimum 1 + √(c₃/c₁)); otherwise START_G,
+       doubled while more than MAX_ZERO_VARIANCE of the training pool's groups have zero variance,
        doubling lowers that by a percentage point, and a step keeps >= MIN_PROMPTS prompts;
     4. adaptive G when it adds >= MIN_GAIN informative groups per completion at that G;
        dynamic sampling when > DS_ZERO_VARIANCE of groups keep zero variance, with its overhead;
@@ -969,16 +1061,30 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
     # -- 2. the G to start with ---------------------------------------------------------
     noise_info = None
     if noise is not None:
-        g_real = float(theory.optimal_group_size(noise.c1, noise.c3))
+        # the exact model's optimum; c3 < c1 (given by hand) contradicts the model, and
+        # optimal_group_size's warning becomes a note in the advice
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", theory.GroupSizeWarning)
+            g_real = noise.g_star
+            g_paper = float(theory.optimal_group_size(noise.c1, noise.c3, form="paper"))
         feasible = [G for G in range(2, min(max_G, budget) + 1)]
         mse = {G: float(theory.minibatch_gradient_mse(max(budget // G, 1), G, noise.c1,
                                                       noise.c2, noise.c3)) for G in feasible}
         g_int = min(mse, key=mse.get)
-        noise_info = {**asdict(noise), "G_star": g_real, "G_star_feasible": g_int}
+        noise_info = {**asdict(noise), "form": "exact", "G_star": g_real,
+                      "G_star_paper_form": g_paper, "G_star_feasible": g_int}
         G0 = g_int
-        say("G", G0, f"G* = sqrt(c3/c1) = {g_real:.2f} minimises the gradient MSE "
-            f"(c1 G + c2 + c3/G)/N at any fixed budget (arXiv 2603.01162, Thm. 7); the best "
-            f"integer in [2, {min(max_G, budget)}] is {g_int} (noise constants: {noise.source})")
+        why = (f"G* = 1 + sqrt(c3/c1) = {g_real:.2f} minimises the exact gradient MSE "
+               f"c1/B + c2/(BG) + c3/(BG(G-1)) at any fixed budget N = BG, where "
+               f"N*MSE = c1 G + c2 + c3/(G-1) (book ch. 02; the paper's c3/(BG^2) form, "
+               f"arXiv 2603.01162 Thm. 7, gives sqrt(c3/c1) = {g_paper:.2f}); the best "
+               f"integer in [2, {min(max_G, budget)}] at B = N // G is {g_int} (noise "
+               f"constants: {noise.source})")
+        if noise.c3 < noise.c1:
+            why += ("; WARNING: c3 < c1 contradicts the model, which implies c3 >= c1 + "
+                    "|grad J|^2: the constants are misspecified, not a small optimum")
+        why += "".join(f"; {n}" for n in noise.notes)
+        say("G", G0, why)
     else:
         G0 = ref_G
         reasons = [f"start at {G0} (TRL's default num_generations, Dr. GRPO's recipe)"]
@@ -1125,7 +1231,9 @@ def format_advice(a: Advice) -> str:
     for line in a.recommendation:
         out.append(f"  {line['item']}: {line['value']}  -- {line['reason']}")
     out.append("P(zero var.) = E[p^G + (1-p)^G]; grad. var x = G/(G-1), the leave-one-out "
-               "baseline's inflation. Derivations: book/capstone/01-choosing-g.md")
+               "baseline's inflation"
+               + ("; grad. MSE = c1/B + c2/(BG) + c3/(BG(G-1)), the exact model" if a.noise
+                  else "") + ". Derivations: book/capstone/01-choosing-g.md")
     return "\n".join(out)
 
 

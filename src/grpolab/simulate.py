@@ -38,11 +38,16 @@ __all__ = [
     "MCEstimate",
     "baseline_variance_mc",
     "dynamic_sampling_mc",
+    "entropy_change_mc",
+    "gradient_estimators_mc",
     "group_std_mc",
     "identical_group_mc",
+    "kl_estimator_mc",
+    "kl_gradient_mc",
     "leave_one_out_gradient_mc",
     "minibatch_gradient_constants",
     "minibatch_gradient_mc",
+    "pass_at_k_mc",
     "softmax_policy_moments",
     "zero_variance_mc",
     "zero_variance_beta_mc",
@@ -588,3 +593,226 @@ def truncated_zero_variance_mc(p: float, G: int, truncation_rate: float,
     reward = (rng.random((n, G)) < p) & ~(rng.random((n, G)) < tau)
     k = reward.sum(axis=1)
     return _proportion((k == 0) | (k == G))
+
+
+# --------------------------------------------------------------------------------------
+# ch. 02, 11–13: estimators of the gradient, pass@k, KL and entropy
+# --------------------------------------------------------------------------------------
+def _estimate(x: np.ndarray) -> MCEstimate:
+    x = np.asarray(x, dtype=float).ravel()
+    return MCEstimate(float(x.mean()), float(x.std(ddof=1) / np.sqrt(x.size)), int(x.size))
+
+
+def gradient_estimators_mc(logits, rewards, G: int, n_batches: int = 20_000,
+                           prompts_per_batch: int = 8, seed: int = 0, eps: float = 1e-4) -> dict:
+    """Four estimators of a softmax policy's reward gradient, measured on the same draws.
+
+    One prompt (a softmax over actions with a reward per action) is sampled in batches of
+    ``prompts_per_batch`` groups of G actions. Per batch, the gradient with respect to the
+    logits is the mean over its groups of (1/G) Σ_i A_i (e_{a_i} − π) with the advantages of
+
+    - ``"leave_one_out"``: r_i − r̄₋ᵢ (RLOO);
+    - ``"mean"``: r_i − r̄ (GRPO's centring, Dr. GRPO);
+    - ``"group_std"``: (r_i − r̄)/(s_group + eps), s with ddof = 1 (TRL's default);
+    - ``"batch_std"``: (r_i − r̄)/(s_batch + eps), s over the batch's rewards
+      (TRL's ``scale_rewards="batch"``).
+
+    Returns, per estimator, ``scale`` (MCEstimate of ⟨ĝ, ∇J⟩/‖∇J‖²), ``mse`` (MCEstimate of
+    E‖ĝ − ∇J‖²) and ``noise_to_signal`` (tr Var(ĝ)/‖E ĝ‖², a plug-in ratio).
+
+    Checks :func:`grpolab.theory.std_scaled_gradient_factor` (the ``group_std`` scale for 0/1
+    rewards) and :func:`grpolab.theory.mean_baseline_gradient_mse` (the ``mean`` MSE).
+    """
+    pi = _softmax(logits)
+    r_of = _rewards_for(rewards, pi.size)
+    G = _group_size(G, minimum=2)
+    n = as_positive_int(n_batches, "n_batches", minimum=2, maximum=MAX_DRAWS)
+    b = as_positive_int(prompts_per_batch, "prompts_per_batch", maximum=MAX_DRAWS)
+    eps = as_real_scalar(eps, "eps")
+    _check_draws(n * b * G * pi.size, "n_batches × prompts_per_batch × G × actions")
+    K = pi.size
+    a = _rng(seed).choice(K, size=(n, b, G), p=pi)
+    r = r_of[a]
+    grad = pi * (r_of - float(pi @ r_of))          # ∇J on the logits: π_b (r_b − μ)
+    g2 = float(grad @ grad)
+    centred = r - r.mean(axis=2, keepdims=True)
+
+    def scaled(scale: np.ndarray) -> np.ndarray:
+        # a constant group (or batch) with eps = 0 has 0/0: its advantages are 0
+        s = np.broadcast_to(scale + eps, centred.shape)
+        return np.divide(centred, s, out=np.zeros_like(centred), where=s > 0)
+
+    advs = {
+        "leave_one_out": r - (r.sum(axis=2, keepdims=True) - r) / (G - 1),
+        "mean": centred,
+        "group_std": scaled(r.std(axis=2, ddof=1, keepdims=True)),
+        "batch_std": scaled(r.reshape(n, -1).std(axis=1, ddof=1)[:, None, None]),
+    }
+    onehot_idx = (np.arange(n)[:, None, None] * K + a).ravel()
+    out = {}
+    for name, adv in advs.items():
+        hits = np.bincount(onehot_idx, weights=adv.ravel(), minlength=n * K).reshape(n, K)
+        g = (hits - adv.sum(axis=(1, 2))[:, None] * pi) / (G * b)   # batch gradient
+        mean = g.mean(axis=0)
+        trace_var = float(np.sum(g.var(axis=0, ddof=1)))
+        out[name] = {
+            "scale": _estimate(g @ grad / g2) if g2 > 0 else MCEstimate(0.0, 0.0, n),
+            "mse": _estimate(np.sum((g - grad) ** 2, axis=1)),
+            "noise_to_signal": (trace_var / float(mean @ mean) if mean @ mean > 0
+                                else float("inf")),
+        }
+    return out
+
+
+
+def pass_at_k_mc(pass_rates, n: int, k: int, n_trials: int = 2_000, seed: int = 0) -> dict:
+    """pass@k of a prompt set estimated from n samples per prompt, repeated ``n_trials`` times.
+
+    Each trial draws every prompt's number of correct answers c_j ~ Binomial(n, p_j) (the
+    sufficient statistic of n Bernoulli samples) and averages over prompts the unbiased
+    estimator 1 − C(n − c, k)/C(n, k) and the plug-in 1 − (1 − c/n)^k. Returns
+    ``{"unbiased": MCEstimate, "plug_in": MCEstimate}`` over trials.
+
+    Checks :func:`grpolab.theory.pass_at_k` (unbiased for
+    :func:`grpolab.theory.expected_pass_at_k`) and shows the plug-in's bias.
+    """
+    from grpolab import theory
+
+    p = as_probability(pass_rates, "pass_rates").ravel()
+    if p.size == 0:
+        raise ValueError("pass_rates must hold at least one pass rate")
+    n = as_positive_int(n, "n", maximum=MAX_DRAWS)
+    k = as_positive_int(k, "k", maximum=MAX_DRAWS)
+    if k > n:
+        raise ValueError(f"k must be <= n (pass@k needs k samples), got k = {k}, n = {n}")
+    T = as_positive_int(n_trials, "n_trials", minimum=2, maximum=MAX_DRAWS)
+    _check_draws(T * p.size, "n_trials × prompts")
+    c = _rng(seed).binomial(n, p, size=(T, p.size))
+    unbiased = np.asarray(theory.pass_at_k(n, c, k)).mean(axis=1)
+    plug_in = (1.0 - (1.0 - c / n) ** k).mean(axis=1)
+    return {"unbiased": _estimate(unbiased), "plug_in": _estimate(plug_in)}
+
+
+def _ref_softmax(ref_logits) -> np.ndarray:
+    """_softmax for the reference policy, with its error naming ``ref_logits``."""
+    try:
+        return _softmax(ref_logits)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("logits", "ref_logits", 1)) from None
+
+
+def kl_estimator_mc(logits, ref_logits, n_samples: int = 200_000, seed: int = 0) -> dict:
+    """Sample x ~ π = softmax(logits) and average Schulman's k1, k2, k3 of
+    r = π_ref(x)/π(x): ``{"k1": MCEstimate, "k2": ..., "k3": ...}``.
+
+    Checks :func:`grpolab.theory.kl_estimator_moments` (means and variances) and
+    :func:`grpolab.theory.categorical_kl`.
+    """
+    pi, ref = _softmax(logits), _ref_softmax(ref_logits)
+    if pi.size != ref.size:
+        raise ValueError("logits and ref_logits must have the same number of actions")
+    n = as_positive_int(n_samples, "n_samples", minimum=2, maximum=MAX_DRAWS)
+    x = _rng(seed).choice(pi.size, size=n, p=pi)
+    log_r = np.log(ref[x]) - np.log(pi[x])
+    return {"k1": _estimate(-log_r), "k2": _estimate(0.5 * log_r**2),
+            "k3": _estimate(np.expm1(log_r) - log_r)}
+
+
+def kl_gradient_mc(logits, ref_logits, placement: str, n_samples: int = 200_000,
+                   seed: int = 0, step: float = 1e-5) -> tuple[MCEstimate, ...]:
+    """The on-policy gradient of a KL penalty with respect to the logits, by sampling.
+
+    Samples x ~ π. For each outcome the gradient of the per-sample term is taken by
+    central finite differences of its value in the logits (the sample held fixed, as in a
+    loss; for ``"reward_k1"`` the score-function term k1(x)·∇log π(x), the gradient of
+    log π(x) taken the same way). ``"loss_k3_ratio"`` multiplies k3 by π_z(x)/π_z0(x), whose
+    value is 1 at z0. Returns one MCEstimate per logit.
+
+    Checks :func:`grpolab.theory.kl_penalty_gradient`.
+    """
+    from grpolab import theory
+
+    pi, ref = _softmax(logits), _ref_softmax(ref_logits)   # validates both, naming them
+    z0 = as_real_array(logits, "logits").ravel()
+    if pi.size != ref.size:
+        raise ValueError("logits and ref_logits must have the same number of actions")
+    placement = as_choice(placement, "placement", theory.KL_PLACEMENTS)
+    n = as_positive_int(n_samples, "n_samples", minimum=2, maximum=MAX_DRAWS)
+    h = as_real_scalar(step, "step", minimum=1e-10, maximum=1e-2)
+    K = pi.size
+
+    def log_pi(z):
+        return z - z.max() - np.log(np.sum(np.exp(z - z.max())))
+
+    # log π_ref from its logits (a softmax that underflows to 0 would give log 0 = −inf)
+    log_ref = log_pi(as_real_array(ref_logits, "ref_logits").ravel().astype(float))
+
+    def term(z, x):
+        lp = log_pi(z)
+        log_r = log_ref[x] - lp[x]
+        if placement == "loss_k1":
+            return -log_r
+        if placement == "loss_k2":
+            return 0.5 * log_r**2
+        k3 = np.expm1(log_r) - log_r
+        if placement == "loss_k3":
+            return k3
+        if placement == "loss_k3_ratio":
+            return np.exp(lp[x] - log_pi(z0)[x]) * k3
+        return lp[x]  # reward_k1: differentiate log π(x), weight by k1(x) below
+
+    per_outcome = np.zeros((K, K))   # row x: the gradient of the per-sample term at outcome x
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for x in np.flatnonzero(pi > 0):  # outcomes of probability 0 are never drawn
+            for c in range(K):
+                e = np.zeros(K)
+                e[c] = h
+                per_outcome[x, c] = (term(z0 + e, x) - term(z0 - e, x)) / (2 * h)
+            if placement == "reward_k1":
+                per_outcome[x] *= float(np.log(pi[x]) - log_ref[x])  # k1(x) ∇ log π(x)
+    if not np.isfinite(per_outcome).all():
+        raise ValueError("logits, ref_logits: π and π_ref are too far apart for a finite "
+                         "per-sample KL term (a ratio r beyond float64)")
+    draws = _rng(seed).choice(K, size=n, p=pi)
+    g = per_outcome[draws]
+    return tuple(_estimate(g[:, c]) for c in range(K))
+
+
+def entropy_change_mc(logits, rewards, G: int, learning_rate: float, n_trials: int = 200_000,
+                      seed: int = 0) -> dict:
+    """Entropy change of a softmax policy after one SGD step on one group's RLOO gradient.
+
+    Each trial samples G actions, forms ĝ = (1/G) Σ_i (r_i − r̄₋ᵢ)(e_{a_i} − π) and records
+    ΔH(±η) = H(softmax(z ± ηĝ)) − H(softmax(z)) with η = ``learning_rate``. Returns
+    ``{"change": MCEstimate of ΔH(η), "even": MCEstimate of [ΔH(η) + ΔH(−η)]/2}``: the even
+    part cancels the odd orders in η, so it is ½η² E[ĝᵀ ∇²H ĝ] + O(η⁴), the second-order
+    term alone.
+
+    Checks :func:`grpolab.theory.expected_entropy_change` with the mean step η∇J and the
+    covariance η² :func:`grpolab.theory.loo_gradient_covariance`.
+    """
+    pi = _softmax(logits)
+    r_of = _rewards_for(rewards, pi.size)
+    G = _group_size(G, minimum=2)
+    eta = as_real_scalar(learning_rate, "learning_rate", minimum=0.0, maximum=1e3)
+    T = as_positive_int(n_trials, "n_trials", minimum=2, maximum=MAX_DRAWS)
+    _check_draws(T * G * pi.size, "n_trials × G × actions")
+    K = pi.size
+    z0 = np.log(pi)
+    a = _rng(seed).choice(K, size=(T, G), p=pi)
+    r = r_of[a]
+    adv = r - (r.sum(axis=1, keepdims=True) - r) / (G - 1)
+    hits = np.bincount((np.arange(T)[:, None] * K + a).ravel(), weights=adv.ravel(),
+                       minlength=T * K).reshape(T, K)
+    g = (hits - adv.sum(axis=1, keepdims=True) * pi) / G
+    h_old = float(-np.sum(pi * np.log(pi)))
+
+    def delta(sign: float) -> np.ndarray:
+        z = z0 + sign * eta * g
+        q = np.exp(z - z.max(axis=1, keepdims=True))
+        q /= q.sum(axis=1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return -np.sum(np.where(q > 0, q * np.log(q), 0.0), axis=1) - h_old
+
+    up, down = delta(1.0), delta(-1.0)
+    return {"change": _estimate(up), "even": _estimate(0.5 * (up + down))}

@@ -15,6 +15,7 @@ Only numpy and scipy are imported, so this module also runs in a browser Python.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +36,7 @@ from grpolab._validate import (
     as_positive_int,
     as_probability,
     as_probability_scalar,
+    as_real_array,
     as_real_scalar,
     finite_result,
     scalar_or_array,
@@ -42,7 +44,11 @@ from grpolab._validate import (
 
 __all__ = [
     "BERNOULLI_VARIANCE_MAX",
+    "KL_ESTIMATORS",
+    "KL_PLACEMENTS",
     "MAX_GROUP_SIZE",
+    "MSE_FORMS",
+    "GroupSizeWarning",
     "SamplingCost",
     "all_fail_probability",
     "all_pass_probability",
@@ -52,22 +58,43 @@ __all__ = [
     "bernoulli_variance",
     "beta_all_fail_probability",
     "beta_all_pass_probability",
+    "beta_pass_at_k",
     "beta_zero_variance_probability",
     "binary_advantages",
+    "categorical_kl",
+    "clip_ratio_ceiling",
     "dynamic_sampling_cap_probability",
     "dynamic_sampling_expected_batches",
     "dynamic_sampling_expected_completions",
     "dynamic_sampling_expected_groups",
     "empirical_zero_variance_probability",
+    "entropy",
+    "entropy_change_first_order",
+    "entropy_gradient",
+    "entropy_hessian",
+    "expected_entropy_change",
     "expected_informative_prompts",
+    "expected_pass_at_k",
     "fixed_budget_prompts",
     "gradient_variance_inflation",
     "identical_group_probability",
+    "informative_per_completion",
     "informative_probability",
+    "kl_estimator_moments",
+    "kl_k1",
+    "kl_k2",
+    "kl_k3",
+    "kl_penalty_gradient",
+    "loo_gradient_covariance",
+    "mean_baseline_gradient_mse",
     "minibatch_gradient_mse",
     "optimal_group_size",
+    "pass_at_k",
+    "pass_at_k_crossing",
     "rloo_scale_factor",
     "sampling_cost",
+    "sharpened_pass_rate",
+    "std_scaled_gradient_factor",
     "unbiased_zero_variance_estimate",
     "zero_variance_probability",
 ]
@@ -149,41 +176,90 @@ def gradient_variance_inflation(G):
     return scalar_or_array(G / (G - 1.0))
 
 
-def minibatch_gradient_mse(B, G, c1, c2, c3):
-    """Mean squared error of a GRPO minibatch gradient of B prompts × G completions.
+#: The two forms of the minibatch model: ch. 02's exact leave-one-out algebra, and the
+#: U-statistic paper's leading order in 1/G (arXiv 2603.01162, Prop. 3).
+MSE_FORMS = ("exact", "paper")
 
-    Equation: MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG²)  (arXiv 2603.01162, Prop. 3 and Thm. 7):
-    c₁ is the across-prompt variance, c₂ the within-group (oracle-baseline) variance and
-    c₃ the cost of estimating the baseline from the group.
+
+class GroupSizeWarning(UserWarning):
+    """A fixed-budget optimum below G = 2, the smallest group that has a baseline."""
+
+
+def minibatch_gradient_mse(B, G, c1, c2, c3, *, form: str = "exact"):
+    """Mean squared error of a minibatch gradient of B prompts × G completions.
+
+    Equations (c₁: how much the prompts' true gradients disagree; c₂: the within-group
+    noise with an oracle baseline; c₃: the cost of estimating the baseline from the group):
+
+    - ``form="exact"`` (the default; ch. 02's leave-one-out algebra, exact for every G ≥ 2):
+      MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG(G − 1));
+    - ``form="paper"`` (arXiv 2603.01162, Prop. 3): c₁/B + c₂/(BG) + c₃/(BG²), the exact
+      form's leading order, since 1/(G(G − 1)) = 1/G² + O(1/G³); a factor 2 low at G = 2.
+
+    Both describe an estimator whose mean does not depend on G: RLOO, or GRPO's centring
+    without the std division (Dr. GRPO) up to its constant (G − 1)/G, with a loss
+    normaliser that does not depend on G. The model implies c₃ ≥ c₁ + ‖∇J‖².
+
+    G must be ≥ 2: a group of one has no baseline. GRPO's advantage r − r̄ is then 0, its
+    gradient is 0 and its error is ‖∇J‖², which neither form describes.
 
     Derived in: book/theory/02-baseline-variance.md, "The minibatch form and G*".
     """
     B = as_group_size(B, "B", maximum=MAX_COUNT)
-    G = as_group_size(G)
+    G = _baseline_group_size(G)
     c1, c2, c3 = (as_nonnegative(c, n) for c, n in ((c1, "c1"), (c2, "c2"), (c3, "c3")))
+    form = as_choice(form, "form", MSE_FORMS)
+    last = G * (G - 1.0) if form == "exact" else G * G * 1.0
     with np.errstate(over="ignore"):
-        mse = c1 / B + c2 / (B * G) + c3 / (B * G * G)
+        mse = c1 / B + c2 / (B * G) + c3 / (B * last)
     return scalar_or_array(finite_result(
         mse, "c1, c2, c3: the MSE overflows float64; rescale the variances"))
 
 
-def optimal_group_size(c1, c3):
+def _baseline_group_size(G) -> np.ndarray:
+    """G as an int64 array in [2, MAX_GROUP_SIZE]; G = 1 is refused with the reason."""
+    arr = as_real_array(G, "G", expected=f"an integer in [2, {MAX_GROUP_SIZE}]")
+    if (arr == 1).any():
+        raise ValueError("G must be >= 2: at G = 1 a group has no baseline; GRPO's advantage "
+                         "r - mean(r) is 0, so the gradient is 0 and its error is |grad J|^2, "
+                         "not c1 + c2 + c3")
+    return as_group_size(G, minimum=2)
+
+
+def optimal_group_size(c1, c3, *, form: str = "exact"):
     """The G that minimises :func:`minibatch_gradient_mse` at a fixed budget N = B·G.
 
-    Equation: substituting B = N/G gives MSE = (c₁G + c₂ + c₃/G)/N, minimised at
-    G* = √(c₃/c₁) whatever N is (arXiv 2603.01162, Thm. 7). Real-valued; round to a
-    feasible G in practice.
+    Equations, substituting B = N/G:
+
+    - ``form="exact"`` (the default): N·MSE = c₁G + c₂ + c₃/(G − 1); its derivative
+      c₁ − c₃/(G − 1)² vanishes at G* = 1 + √(c₃/c₁);
+    - ``form="paper"``: N·MSE = c₁G + c₂ + c₃/G, minimised at G* = √(c₃/c₁)
+      (arXiv 2603.01162, Thm. 7): one less than the exact optimum, for every c.
+
+    Neither depends on N. Real-valued: the best integer G is ⌊G*⌋ or ⌈G*⌉. The model
+    implies c₃ ≥ c₁ + ‖∇J‖², so the exact G* exceeds 2; a G* below 2 raises a
+    :class:`GroupSizeWarning` (for the exact form it means c₃ < c₁: constants that
+    contradict the model, not a small optimum).
 
     Derived in: book/theory/02-baseline-variance.md, "The minibatch form and G*".
     """
     c1 = as_nonnegative(c1, "c1")
     c3 = as_nonnegative(c3, "c3")
+    form = as_choice(form, "form", MSE_FORMS)
     if (c1 == 0).any():
         raise ValueError("c1 must be > 0: with no across-prompt variance G* is unbounded")
     with np.errstate(over="ignore"):
-        g_star = np.sqrt(c3 / c1)
-    return scalar_or_array(finite_result(
-        g_star, "c1, c3: c3/c1 overflows float64; rescale the variances"))
+        root = np.sqrt(c3 / c1)
+    g_star = finite_result(1.0 + root if form == "exact" else root,
+                           "c1, c3: c3/c1 overflows float64; rescale the variances")
+    if (np.asarray(g_star) < 2).any():
+        low = float(np.min(g_star))
+        why = ("c3 < c1 contradicts the model, which implies c3 >= c1 + |grad J|^2 (so G* > 2)"
+               if form == "exact" else "c3 < 4 c1: the smallest group with a baseline, G = 2, "
+               "is the feasible optimum")
+        warnings.warn(f"G* = {low:.3g} < 2 ({form} form): {why}", GroupSizeWarning,
+                      stacklevel=2)
+    return scalar_or_array(g_star)
 
 # --------------------------------------------------------------------------------------
 # P(zero gradient) = p^G + (1−p)^G             Derived in: book/theory/03-zero-variance.md
@@ -241,7 +317,8 @@ def informative_probability(p, G):
 def any_success_probability(p, G):
     """Probability that at least one of G samples succeeds (the exploration view of G).
 
-    Equation: 1 − (1 − p)^G, evaluated with expm1/log1p for small p.
+    Equation: 1 − (1 − p)^G, evaluated with expm1/log1p for small p. It is pass@G, the
+    quantity :func:`pass_at_k` estimates without bias from n ≥ G samples.
 
     Derived in: book/theory/03-zero-variance.md, "Hard prompts".
     """
@@ -439,7 +516,8 @@ def unbiased_zero_variance_estimate(successes, trials, G):
     U-statistic C(k, G)/C(n, G) is unbiased for p^G: it is the chance that G draws
     without replacement from the n observed rewards are all successes.
 
-    Equation: [C(k, G) + C(n − k, G)] / C(n, G).
+    Equation: [C(k, G) + C(n − k, G)] / C(n, G). Its all-fail half C(n − k, G)/C(n, G) is
+    1 − :func:`pass_at_k` (n, k, G): Chen et al.'s unbiased pass@k estimator with k = G.
 
     Derived in: book/labs/01-g-sweep.md, "Zero-variance groups: theory next to measurement".
     """
@@ -676,7 +754,6 @@ def identical_group_probability(probs, G):
 
 
 # ---- ch. 08–10: policy gradients, loss aggregation, DAPO
-from grpolab._validate import as_real_array  # noqa: E402  (kept with the section it serves)
 
 __all__ += [
     "clipped_probability_bound",
@@ -691,7 +768,6 @@ __all__ += [
     "sequence_importance_ratio",
     "soft_overlong_penalty",
     "softmax_policy_gradient",
-    "std_scaled_gradient_factor",
     "truncated_zero_variance_probability",
     "updates_per_rollout",
 ]
@@ -1023,28 +1099,501 @@ def mean_policy_lag(updates):
     return (U - 1) / 2
 
 
-def std_scaled_gradient_factor(p, G, ddof=1, eps=1e-4):
-    """The factor by which GRPO's std division multiplies a prompt's expected gradient.
+# ---- ch. 11–13: pass@k, KL, entropy ---------------------------------------------------
+# --------------------------------------------------------------------------------------
+# pass@k                                       Derived in: book/theory/03-zero-variance.md
+# --------------------------------------------------------------------------------------
+def _log_comb(N: np.ndarray, K: np.ndarray) -> np.ndarray:
+    """log C(N, K) for K ≤ N, as −log(N + 1) − log B(N − K + 1, K + 1); −inf for K > N.
 
-    For 0/1 rewards, completion i's advantage depends only on its own reward and the count j
-    of successes among the other G − 1, and E[∇log π · 1{r = 1}] = ∇p = −E[∇log π · 1{r = 0}].
-    So the expected group gradient is c_G(p)·∇p(x), with
+    betaln keeps its accuracy for N ≫ K, where a difference of three gammaln values loses it.
+    """
+    N, K = np.asarray(N, dtype=float), np.asarray(K, dtype=float)
+    with np.errstate(invalid="ignore"):
+        out = -np.log1p(N) - special.betaln(np.maximum(N - K, 0) + 1, K + 1)
+    return np.where(K > N, -np.inf, out)
 
-    Equation: c_G(p) = E_{j ~ Bin(G−1, p)}[A⁺(j + 1) − A⁻(j)], A± from
-    :func:`binary_advantages` (0 for a zero-variance group). Without the std division c = 1
-    for RLOO and (G − 1)/G for GRPO's centring; with it c_G(p) → 1/σ = 1/√(p(1 − p)) as G
-    grows: a G-dependent reweighting of prompts (Dr. GRPO's difficulty bias).
 
-    Derived in: book/theory/06-normalization.md, "The std division reweights prompts".
+def pass_at_k(n, c, k):
+    """Unbiased estimate of pass@k from c correct answers among n samples of one prompt.
+
+    Equation: pass@k = 1 − C(n − c, k) / C(n, k)   (Chen et al. 2021, arXiv 2107.03374, §2.1).
+
+    It is the chance that k of the n samples, drawn without replacement, include a correct
+    one, so for i.i.d. samples of pass rate p its expectation is 1 − (1 − p)^k exactly:
+    :func:`any_success_probability` (p, G) is pass@G. The all-fail half of
+    :func:`unbiased_zero_variance_estimate`, C(n − c, G)/C(n, G), is 1 − pass_at_k(n, c, G).
+
+    Broadcasts over n, c and k; computed as −expm1(log C(n−c, k) − log C(n, k)), so a tiny
+    pass@k keeps its relative accuracy. Exact at the edges: 0 when c = 0, 1 when
+    n − c < k (every k-subset holds a success), c/n when k = 1. Needs 1 ≤ k ≤ n.
+
+    Derived in: book/theory/03-zero-variance.md, "pass@k and the unbiased estimator".
+    """
+    n = as_integer_array(n, "n", minimum=1, maximum=MAX_COUNT)
+    c = as_integer_array(c, "c", minimum=0, maximum=MAX_COUNT)
+    k = as_integer_array(k, "k", minimum=1, maximum=MAX_COUNT)
+    n, c, k = np.broadcast_arrays(n, c, k)
+    if (c > n).any():
+        raise ValueError("c must lie in [0, n]: c correct answers among n samples")
+    if (k > n).any():
+        raise ValueError("k must be <= n: pass@k needs at least k samples of the prompt")
+    log_ratio = _log_comb(n - c, k) - _log_comb(n, k)
+    with np.errstate(invalid="ignore"):
+        est = -np.expm1(log_ratio)
+    est = np.where(k == 1, c / n, est)
+    est = np.where(c == 0, 0.0, np.where(n - c < k, 1.0, est))
+    return scalar_or_array(np.clip(est, 0.0, 1.0))
+
+
+
+def expected_pass_at_k(pass_rates, k):
+    """pass@k of a prompt set: the mean over its prompts of 1 − (1 − p_j)^k.
+
+    Equation: pass@k = (1/N) Σ_j [1 − (1 − p_j)^k]. As k → ∞ it rises to the coverage,
+    the fraction of prompts with p_j > 0: no k solves a prompt the policy never solves.
+    ``k`` may be an array; the result has k's shape.
+
+    Derived in: book/theory/11-pass-at-k.md, "pass@k of a prompt set".
+    """
+    p = as_probability(pass_rates, "pass_rates").ravel()
+    if p.size == 0:
+        raise ValueError("pass_rates must hold at least one pass rate")
+    k = as_integer_array(k, "k", minimum=1, maximum=MAX_COUNT)
+    if p.size * k.size > MAX_DRAWS:
+        raise ValueError(f"pass_rates × k: {p.size} × {k.size} cells exceed {MAX_DRAWS:.0e}")
+    with np.errstate(divide="ignore"):
+        fail = np.exp(k.reshape(1, -1).astype(float) * np.log1p(-p)[:, None])
+    return scalar_or_array(np.clip(1.0 - fail.mean(axis=0), 0.0, 1.0).reshape(k.shape))
+
+
+def beta_pass_at_k(k, a, b):
+    """pass@k when the prompts' pass rates follow a Beta(a, b) prior.
+
+    Equation: pass@k = 1 − E[(1 − p)^k] = 1 − B(a, b + k)/B(a, b). For large k,
+    1 − pass@k ≈ Γ(a + b)/Γ(b) · k^(−a): the mass of hard prompts (small a) sets how slowly
+    sampling more covers them.
+
+    Derived in: book/theory/11-pass-at-k.md, "pass@k of a prompt set".
+    """
+    k = as_integer_array(k, "k", minimum=1, maximum=MAX_GROUP_SIZE)
+    return scalar_or_array(np.clip(1.0 - _beta_moment(a, b, k, of_complement=True), 0.0, 1.0))
+
+
+def sharpened_pass_rate(p, power, shift=0.0):
+    """A prompt's pass rate after an update that sharpens and shifts its success logit.
+
+    Equation: logit p' = γ · logit p + δ, i.e. p' = σ(γ · logit p + δ), with γ = ``power``
+    and δ = ``shift``. γ > 1 models an update that only reweights what the policy already
+    samples (it pushes pass rates away from 1/2); δ > 0 lifts every prompt. Prompts with
+    p ∈ {0, 1} stay put: no reweighting creates a success the policy never samples.
+    Computed in log space, so p' keeps its relative accuracy when it is tiny.
+
+    Derived in: book/theory/11-pass-at-k.md, "A model of sharpening".
     """
     p = as_probability(p)
-    G = as_positive_int(G, "G", minimum=2, maximum=100_000)
-    ddof = as_ddof(ddof)
-    eps = as_real_scalar(eps, "eps", maximum=1.0)
-    j = np.arange(G)                                   # successes among the other G − 1
-    # zero-variance groups (k = 0 or G) divide by eps alone before being set to 0
+    g = as_positive(power, "power", 1e-6, 1e6)
+    d = as_real_array(shift, "shift")
+    if not np.isfinite(d).all() or (np.abs(d) > 1e6).any():
+        raise ValueError("shift must be a finite number in [-1e6, 1e6]")
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        z = g * (np.log(p) - np.log1p(-p)) + d      # ±inf at p ∈ {0, 1}
+        out = np.where(z >= 0, 1.0 / (1.0 + np.exp(-z)), np.exp(z) / (1.0 + np.exp(z)))
+    return scalar_or_array(np.clip(out, 0.0, 1.0))
+
+
+def pass_at_k_crossing(base_rates, tuned_rates, max_k=10_000):
+    """The smallest k at which a tuned policy's pass@k falls to or below the base policy's.
+
+    Equation: k× = min{k ≥ 1 : (1/N) Σ_j (1 − q_j)^k ≥ (1/N) Σ_j (1 − p_j)^k}, with p the
+    base and q the tuned pass rates of the same prompts (:func:`expected_pass_at_k`).
+    Every k from 1 to ``max_k`` (≤ 10⁵) is checked. Returns an int, or None when the tuned
+    policy stays ahead up to ``max_k``. A tuned policy that covers fewer prompts (more
+    q_j = 0 where p_j > 0) always crosses at some k.
+
+    Derived in: book/theory/11-pass-at-k.md, "A model of sharpening".
+    """
+    p = as_probability(base_rates, "base_rates").ravel()
+    q = as_probability(tuned_rates, "tuned_rates").ravel()
+    if p.size == 0 or p.size != q.size:
+        raise ValueError("base_rates and tuned_rates must hold the same, non-zero number of "
+                         f"prompts, got {p.size} and {q.size}")
+    top = as_positive_int(max_k, "max_k", maximum=10**5)
+    chunk = max(1, min(top, MAX_DRAWS // (4 * p.size)))
+    with np.errstate(divide="ignore"):
+        log_p, log_q = np.log1p(-p), np.log1p(-q)
+
+    def log_miss(log_fail: np.ndarray, ks: np.ndarray) -> np.ndarray:
+        # log of the mean all-fail probability, (1/N) Σ_j (1 − p_j)^k: compared in logs so
+        # that two pass@k near 1 (misses of 1e-200) are still told apart
+        terms = ks[None, :] * log_fail[:, None]
+        with np.errstate(invalid="ignore"):
+            return special.logsumexp(terms, axis=0) - np.log(log_fail.size)
+
+    for start in range(1, top + 1, chunk):
+        ks = np.arange(start, min(start + chunk, top + 1), dtype=float)
+        behind = log_miss(log_q, ks) >= log_miss(log_p, ks)
+        hit = np.flatnonzero(behind)
+        if hit.size:
+            return int(ks[hit[0]])
+    return None
+
+
+def informative_per_completion(p, G):
+    """Informative groups per completion sampled: q(G)/G with q = 1 − p^G − (1 − p)^G.
+
+    Equation: q(G)/G. It is equal at G = 2 and 3 (both p(1 − p)) and falls after; for a hard
+    prompt (pG ≪ 1) it stays near p, so a large G costs little there, while for p near 1/2
+    it falls like 1/G. 0 at G = 1.
+
+    Derived in: book/theory/11-pass-at-k.md, "Sharpening and coverage".
+    """
+    G = as_group_size(G)
+    return scalar_or_array(np.asarray(informative_probability(p, G)) / G)
+
+
+# --------------------------------------------------------------------------------------
+# KL estimators and their gradients             Derived in: book/theory/12-kl.md
+# --------------------------------------------------------------------------------------
+def _log_ratio(log_ratio) -> np.ndarray:
+    x = as_real_array(log_ratio, "log_ratio")
+    if not np.isfinite(x).all() or (np.abs(x) > 700).any():
+        raise ValueError("log_ratio must be finite, |log_ratio| <= 700 (log π_ref − log π per "
+                         "sample); a larger one overflows exp")
+    return x
+
+
+def kl_k1(log_ratio):
+    """Schulman's k1 estimate of KL(π ‖ π_ref) from one sample x ~ π.
+
+    Equation: k1 = −log r, r = π_ref(x)/π(x) (``log_ratio`` = log π_ref(x) − log π(x)).
+    Unbiased, since E_π[−log r] = KL(π ‖ π_ref), but negative for every sample that π_ref
+    likes more than π, so its variance is large when the two are close.
+
+    Derived in: book/theory/12-kl.md, "Three estimators".
+    """
+    return scalar_or_array(-_log_ratio(log_ratio))
+
+
+def kl_k2(log_ratio):
+    """Schulman's k2 estimate of KL(π ‖ π_ref): half the squared log ratio.
+
+    Equation: k2 = (log r)²/2 ≥ 0. Biased: E_π[k2] = KL + O(KL^(3/2)), with low variance.
+
+    Derived in: book/theory/12-kl.md, "Three estimators".
+    """
+    x = _log_ratio(log_ratio)
+    return scalar_or_array(0.5 * x * x)
+
+
+def kl_k3(log_ratio):
+    """Schulman's k3 estimate of KL(π ‖ π_ref): the one GRPO puts in its loss.
+
+    Equation: k3 = (r − 1) − log r ≥ 0, computed as expm1(log r) − log r. Unbiased, because
+    E_π[r] = 1 adds a zero-mean control variate to k1, and low-variance near π = π_ref.
+
+    Derived in: book/theory/12-kl.md, "Three estimators".
+    """
+    x = _log_ratio(log_ratio)
+    return scalar_or_array(np.maximum(np.expm1(x) - x, 0.0))
+
+
+def _distribution_pair(probs, ref_probs) -> tuple[np.ndarray, np.ndarray]:
+    pi = as_probability(probs, "probs")
+    ref = as_probability(ref_probs, "ref_probs")
+    if pi.ndim != 1 or pi.shape != ref.shape or pi.size < 2:
+        raise ValueError("probs and ref_probs must be two distributions over the same "
+                         f"outcomes (1-D, >= 2 entries), got shapes {pi.shape} and {ref.shape}")
+    for q, name in ((pi, "probs"), (ref, "ref_probs")):
+        if not np.isclose(q.sum(), 1.0, atol=1e-6):
+            raise ValueError(f"{name} must sum to 1, got {q.sum():.6g}")
+    if ((pi > 0) & (ref == 0)).any():
+        raise ValueError("ref_probs must be > 0 wherever probs is: KL(π ‖ π_ref) is infinite")
+    return pi, ref
+
+
+def categorical_kl(probs, ref_probs):
+    """KL(π ‖ π_ref) of two categorical distributions, the quantity k1, k2, k3 estimate.
+
+    Equation: KL(π ‖ π_ref) = Σ_x π(x) log(π(x)/π_ref(x)) (0 log 0 = 0).
+
+    Derived in: book/theory/12-kl.md, "Three estimators".
+    """
+    pi, ref = _distribution_pair(probs, ref_probs)
+    on = pi > 0
+    return float(np.sum(pi[on] * (np.log(pi[on]) - np.log(ref[on]))))
+
+
+KL_ESTIMATORS = ("k1", "k2", "k3")
+
+
+def kl_estimator_moments(probs, ref_probs, estimator: str = "k3"):
+    """Exact mean and variance of one sample of a KL estimator, x ~ π, for categorical π.
+
+    Equations: E_π[k] = Σ_x π(x) k(r(x)), Var_π[k] = Σ_x π(x) k(r(x))² − E_π[k]², with k one
+    of :func:`kl_k1`, :func:`kl_k2`, :func:`kl_k3`. E[k1] = E[k3] = KL(π ‖ π_ref) exactly;
+    E[k2] − KL is k2's bias. Returns ``(mean, variance)``.
+
+    Derived in: book/theory/12-kl.md, "Bias and variance".
+    """
+    pi, ref = _distribution_pair(probs, ref_probs)
+    estimator = as_choice(estimator, "estimator", KL_ESTIMATORS)
+    on = pi > 0
+    x = np.log(ref[on]) - np.log(pi[on])
+    k = {"k1": kl_k1, "k2": kl_k2, "k3": kl_k3}[estimator](x)
+    k = np.atleast_1d(np.asarray(k, dtype=float))
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = float(np.sum(pi[on] * k))
+        second = float(np.sum(pi[on] * k * k))
+    finite_result(np.array([mean, second]), "probs, ref_probs: the estimator's second moment "
+                  "overflows float64 (a ratio r beyond about 1e150)")
+    return mean, float(max(second - mean * mean, 0.0))
+
+
+KL_PLACEMENTS = ("reward_k1", "loss_k1", "loss_k2", "loss_k3", "loss_k3_ratio")
+
+
+def kl_penalty_gradient(logits, ref_logits, placement: str = "loss_k3"):
+    """Expected gradient, with respect to a softmax policy's logits, of a KL penalty as it is
+    placed in training, on-policy (samples x ~ π, not differentiated through).
+
+    Equations, with π = softmax(z), r = π_ref/π and ∇_z log π(x) = e_x − π:
+
+    - ``"reward_k1"`` (PPO-RLHF: −β k1 added to the reward, through the score function):
+      E_π[k1 ∇log π] = ∇_z KL(π ‖ π_ref), component b: π_b (log(π_b/π_ref,b) − KL);
+    - ``"loss_k1"``: E_π[∇k1] = E_π[∇log π] = 0, the penalty does nothing on average;
+    - ``"loss_k2"``: E_π[∇k2] = E_π[log(π/π_ref) ∇log π] = ∇_z KL(π ‖ π_ref);
+    - ``"loss_k3"`` (GRPO, DeepSeekMath): E_π[(1 − r)∇log π] = π − π_ref = ∇_z KL(π_ref ‖ π),
+      the gradient of the *other* KL;
+    - ``"loss_k3_ratio"`` (TRL's ``use_bias_correction_kl``: k3 times the differentiable
+      ratio π/π_old, 1 in value): E_π[(k3 + 1 − r)∇log π] = ∇_z KL(π ‖ π_ref).
+
+    Derived in: book/theory/12-kl.md, "What the gradient of each placement is".
+    """
+    z = as_real_array(logits, "logits")
+    z_ref = as_real_array(ref_logits, "ref_logits")
+    if z.ndim != 1 or z.shape != z_ref.shape or z.size < 2:
+        raise ValueError("logits and ref_logits must be 1-D with the same >= 2 entries, got "
+                         f"shapes {z.shape} and {z_ref.shape}")
+    if not (np.isfinite(z).all() and np.isfinite(z_ref).all()) or max(
+            np.abs(z).max(), np.abs(z_ref).max()) > 1e100:
+        raise ValueError("logits and ref_logits must be finite numbers of size <= 1e100")
+    placement = as_choice(placement, "placement", KL_PLACEMENTS)
+    log_pi = z - special.logsumexp(z)
+    log_ref = z_ref - special.logsumexp(z_ref)
+    pi, ref = np.exp(log_pi), np.exp(log_ref)
+    if placement == "loss_k1":
+        return np.zeros_like(pi)
+    if placement == "loss_k3":
+        return pi - ref
+    k1 = log_pi - log_ref                      # −log r, per outcome
+    return pi * (k1 - float(np.sum(pi * k1)))  # reward_k1, loss_k2, loss_k3_ratio
+
+
+# --------------------------------------------------------------------------------------
+# Entropy of a softmax policy                   Derived in: book/theory/13-entropy.md
+# --------------------------------------------------------------------------------------
+def _softmax_probs(probs) -> np.ndarray:
+    pi = as_probability(probs, "probs")
+    if pi.ndim != 1 or pi.size < 2 or not np.isclose(pi.sum(), 1.0, atol=1e-6):
+        raise ValueError("probs must be one distribution (1-D, >= 2 entries, summing to 1)")
+    return pi
+
+
+def entropy(probs):
+    """Shannon entropy of a categorical policy, in nats.
+
+    Equation: H(π) = −Σ_a π_a log π_a (0 log 0 = 0); 0 for a deterministic policy, log M for
+    the uniform one over M outcomes. ``probs`` has the outcomes on its last axis.
+
+    Derived in: book/theory/13-entropy.md, "Entropy and its gradient".
+    """
+    pi = as_probability(probs, "probs")
+    if pi.ndim == 0 or not np.allclose(pi.sum(axis=-1), 1.0, atol=1e-6):
+        raise ValueError("probs must be a distribution over its last axis (rows summing to 1)")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(pi > 0, pi * np.log(np.where(pi > 0, pi, 1.0)), 0.0)
+    return scalar_or_array(np.maximum(-terms.sum(axis=-1), 0.0))
+
+
+def entropy_gradient(probs):
+    """Gradient of a softmax policy's entropy with respect to its logits.
+
+    Equation: ∂H/∂z_b = −π_b (log π_b + H): raising the logit of an outcome more likely than
+    e^(−H) lowers the entropy.
+
+    Derived in: book/theory/13-entropy.md, "Entropy and its gradient".
+    """
+    pi = _softmax_probs(probs)
+    H = float(entropy(pi))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logp = np.where(pi > 0, np.log(np.where(pi > 0, pi, 1.0)), 0.0)
+    return -pi * (logp + H)
+
+
+def entropy_change_first_order(probs, logit_step):
+    """First-order change of a softmax policy's entropy when its logits move by Δz.
+
+    Equation: ΔH ≈ ∇H · Δz = −Cov_{a∼π}(log π_a, Δz_a). A step that raises the logits of
+    already likely outcomes lowers the entropy; for the policy gradient Δz_a = η π_a A_a
+    (Cui et al. write it with the advantage A).
+
+    Derived in: book/theory/13-entropy.md, "Entropy and its gradient".
+    """
+    pi = _softmax_probs(probs)
+    dz = as_real_array(logit_step, "logit_step")
+    if dz.shape != pi.shape or not np.isfinite(dz).all() or (np.abs(dz) > 1e100).any():
+        raise ValueError(f"logit_step must be finite numbers of size <= 1e100 with the shape "
+                         f"of probs {pi.shape}")
+    return float(entropy_gradient(pi) @ dz)
+
+
+def entropy_hessian(probs):
+    """Hessian of a softmax policy's entropy with respect to its logits.
+
+    Equation: ∂²H/∂z_b∂z_c = −π_b(δ_bc − π_c)(log π_b + H + 1) + π_b π_c (log π_c + H).
+    Negative definite (on logit steps that change π) near the uniform policy, where H is
+    largest: a noisy step lowers the entropy on average.
+
+    Derived in: book/theory/13-entropy.md, "Noise lowers the entropy".
+    """
+    pi = _softmax_probs(probs)
+    H = float(entropy(pi))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logp = np.where(pi > 0, np.log(np.where(pi > 0, pi, 1.0)), 0.0)
+    jac = np.diag(pi) - np.outer(pi, pi)          # ∂π_b/∂z_c
+    return -jac * (logp + H + 1.0)[:, None] + np.outer(pi, pi * (logp + H))
+
+
+def loo_gradient_covariance(probs, rewards, G):
+    """Covariance of one group's leave-one-out policy gradient, for a softmax policy.
+
+    Equation: Cov(ĝ) = Σ/G + (σ² M + ∇J ∇Jᵀ)/(G(G − 1)), with ∇_z log π(a) = e_a − π,
+    Σ = Cov[(r − μ)∇log π], M = E[∇log π ∇log πᵀ], σ² = Var(r), ∇J = E[r ∇log π]: the
+    matrix form of ch. 02's trace tr Σ/G + (σ² E‖∇log π‖² + ‖∇J‖²)/(G(G − 1)).
+
+    Derived in: book/theory/13-entropy.md, "Noise lowers the entropy".
+    """
+    pi = _softmax_probs(probs)
+    r = as_real_array(rewards, "rewards")
+    if r.shape != pi.shape or not np.isfinite(r).all() or (np.abs(r) > 1e100).any():
+        raise ValueError(f"rewards must be finite numbers of size <= 1e100, one per outcome "
+                         f"(shape {pi.shape})")
+    G = as_group_size(G, minimum=2)
+    if G.size != 1:
+        raise ArgumentTypeError(f"G must be a single group size here, got shape {G.shape}")
+    G = float(G.reshape(()))
+    mu = float(pi @ r)
+    sigma2 = float(pi @ (r - mu) ** 2)
+    score = np.eye(pi.size) - pi                  # row a: ∇ log π(a)
+    grad = score.T @ (pi * r)                     # ∇J
+    weighted = (score * (pi * (r - mu) ** 2)[:, None]).T @ score   # E[(r−μ)² ∇∇ᵀ]
+    sigma = weighted - np.outer(grad, grad)       # Cov[(r − μ)∇log π]
+    m = (score * pi[:, None]).T @ score           # E[∇∇ᵀ]
+    return sigma / G + (sigma2 * m + np.outer(grad, grad)) / (G * (G - 1))
+
+
+def expected_entropy_change(probs, mean_step, step_covariance):
+    """Expected change of a softmax policy's entropy under a random logit step, to second order.
+
+    Equation: E[ΔH] ≈ ∇H·m + ½ (mᵀ ∇²H m + tr(∇²H C)), with m = E[Δz] and C = Cov(Δz).
+    The last term is the noise's share: it does not depend on the direction of the mean
+    step, and it shrinks as the step's covariance does (with G, through
+    :func:`loo_gradient_covariance`).
+
+    Derived in: book/theory/13-entropy.md, "Noise lowers the entropy".
+    """
+    pi = _softmax_probs(probs)
+    m = as_real_array(mean_step, "mean_step")
+    C = as_real_array(step_covariance, "step_covariance")
+    if m.shape != pi.shape or C.shape != (pi.size, pi.size):
+        raise ValueError(f"mean_step must have shape {pi.shape} and step_covariance "
+                         f"{(pi.size, pi.size)}, got {m.shape} and {C.shape}")
+    if not (np.isfinite(m).all() and np.isfinite(C).all()) or max(
+            np.abs(m).max(), np.abs(C).max()) > 1e100:
+        raise ValueError("mean_step and step_covariance must be finite numbers of size <= 1e100")
+    hess = entropy_hessian(pi)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = entropy_gradient(pi) @ m + 0.5 * (m @ hess @ m + np.sum(hess * C))
+    return float(finite_result(np.asarray(out), "mean_step, step_covariance: the change "
+                                                "overflows float64; use a smaller step"))
+
+
+def clip_ratio_ceiling(p_old, epsilon_high):
+    """The largest probability a token with a positive advantage can be pushed to within one
+    rollout's PPO-clipped updates.
+
+    Equation: π_new ≤ min(1, (1 + ε_high) π_old): past the ratio 1 + ε_high the clipped
+    objective has no gradient for that token. The absolute headroom ε_high·π_old is tiny
+    for the rare tokens exploration needs; DAPO's clip-higher raises ε_high from 0.2 to 0.28.
+
+    Derived in: book/theory/13-entropy.md, "Clip-higher".
+    """
+    p = as_probability(p_old, "p_old")
+    eps = as_nonnegative(epsilon_high, "epsilon_high", maximum=1e6)
+    return scalar_or_array(np.minimum(1.0, (1.0 + eps) * p))
+
+
+# --------------------------------------------------------------------------------------
+# The variance theory's scope: mean baseline, std division
+#                                              Derived in: book/theory/02-baseline-variance.md
+# --------------------------------------------------------------------------------------
+def mean_baseline_gradient_mse(loo_mse, gradient_norm_sq, G):
+    """MSE around ∇J of GRPO's mean-baseline group gradient (no std division).
+
+    Equation: ĝ_mean = ((G − 1)/G) ĝ_LOO, so
+    E‖ĝ_mean − ∇J‖² = ((G − 1)/G)² · MSE_LOO + ‖∇J‖²/G² (the cross term vanishes because
+    ĝ_LOO is unbiased). The shrunken estimator can have the smaller MSE; its
+    noise-to-signal ratio Var/‖E ĝ‖² equals RLOO's, which is the fair comparison.
+
+    Derived in: book/theory/02-baseline-variance.md, "What the variance theory covers".
+    """
+    mse = as_nonnegative(loo_mse, "loo_mse")
+    s = as_nonnegative(gradient_norm_sq, "gradient_norm_sq")
+    G = _baseline_group_size(G)
+    a = (G - 1.0) / G
     with np.errstate(over="ignore"):
-        a_pos, _ = binary_advantages(j + 1, G, ddof=ddof, eps=eps)
-        _, a_neg = binary_advantages(j, G, ddof=ddof, eps=eps)
-    weights = stats.binom.pmf(j, G - 1, p[..., None])
-    return scalar_or_array(np.sum(weights * (np.asarray(a_pos) - np.asarray(a_neg)), axis=-1))
+        out = a * a * mse + s / (G * G * 1.0)
+    return scalar_or_array(finite_result(out, "loo_mse, gradient_norm_sq: the MSE overflows"))
+
+
+def std_scaled_gradient_factor(p, G, *, scale: str = "group", ddof: int = 1,
+                               eps: float = 1e-4):
+    """Factor c_G(p) by which GRPO's advantages scale a prompt's expected gradient, for 0/1
+    rewards: E[ĝ] = c_G(p) ∇p, with ĝ = (1/G) Σ_i A_i ∇log π(o_i).
+
+    Equation: given k successes, E[Σ_{r=1} ∇log π] = k ∇p/p and E[Σ_{r=0} ∇log π] =
+    −(G − k) ∇p/(1 − p), so c_G(p) = Σ_{k=1}^{G−1} C(G, k) p^(k−1) (1 − p)^(G−k−1) ·
+    k(G − k)/(G² (s_k + ε)), s_k² = (G/(G − ddof)) (k/G)(1 − k/G). Without std division
+    (``scale="none"``, s_k + ε → 1) it is (G − 1)/G for every p; with it, c_G(p) → 1/σ =
+    1/√(p(1 − p)) as G grows: the weight of a prompt depends on p and on G.
+
+    ``G`` is one group size (≥ 2); ``p`` broadcasts. At p ∈ {0, 1} the value is the limit
+    (only k = 1 or k = G − 1 survive).
+
+    Derived in: book/theory/02-baseline-variance.md, "What std division does".
+    """
+    p = as_probability(p)
+    G = as_group_size(G, minimum=2)
+    if G.size != 1:
+        raise ArgumentTypeError(f"G must be a single group size here, got shape {G.shape}")
+    G = int(G.reshape(()))
+    if G > 100_000:
+        raise ValueError(f"G must be <= 100000 here (a sum over k = 1 … G − 1), got {G}")
+    scale = as_choice(scale, "scale", ("group", "none"))
+    ddof = as_ddof(ddof)
+    eps = as_real_scalar(eps, "eps", maximum=1e6)
+    k = np.arange(1, G, dtype=float)
+    log_c = special.gammaln(G + 1.0) - special.gammaln(k + 1) - special.gammaln(G - k + 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lp, lq = np.log(p)[..., None], np.log1p(-p)[..., None]
+        # p^(k−1)(1−p)^(G−k−1), with 0^0 = 1 at the edges
+        lw = (log_c + np.where(k > 1, (k - 1) * lp, 0.0)
+              + np.where(k < G - 1, (G - k - 1) * lq, 0.0))
+        w = np.exp(lw)
+    frac = k / G
+    if scale == "group":
+        s = np.sqrt(G / max(G - ddof, 1) * frac * (1 - frac)) + eps
+    else:
+        s = np.ones_like(k)
+    return scalar_or_array(np.sum(w * k * (G - k) / (G * G * s), axis=-1))

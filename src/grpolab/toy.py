@@ -594,7 +594,7 @@ def summarize(values: np.ndarray) -> dict:
 
 
 # ----------------------------------------------------------------------------------------
-# Gradient noise: MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG²) and G* = √(c₃/c₁)
+# Gradient noise: MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG(G − 1)) and G* = 1 + √(c₃/c₁)
 # ----------------------------------------------------------------------------------------
 def _one_step_gradients(dataset: Dataset, cfg: ToyConfig, seeds: np.ndarray) -> np.ndarray:
     """The first step's gradient (ascent direction, before the optimizer) for every seed."""
@@ -698,40 +698,28 @@ def exact_gradient_mse(dataset: Dataset, config: ToyConfig, B: int, G: int) -> d
     return {"mse": float(B * (shared_var + per_prompt)), "mean": mean}
 
 
-def fit_mse_constants(Bs, Gs, mse) -> dict:
-    """Non-negative least-squares fit of MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG²).
+def fit_mse_constants(Bs, Gs, mse, signal: float = 0.0) -> dict:
+    """Fit the exact model MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG(G − 1)) to the toy's MSEs.
 
-    Residuals are relative (each row divided by its MSE). Every subset of the three
-    constants is fitted with the others held at 0, and the best fit with all constants
-    ≥ 0 wins (exact NNLS for three unknowns; the page's JS does the same). Returns c1, c2,
-    c3, ``G_star`` = :func:`grpolab.theory.optimal_group_size` (c1, c3) and the largest
-    relative residual; raises when c₁ = 0 (G* unbounded).
+    The one constrained fit of the core, :func:`grpolab.advise.fit_noise_constants`
+    (relative residuals, c₁, c₂ ≥ 0 and c₃ ≥ c₁ + ``signal``), on rows whose trace variance
+    is ``mse`` and whose signal ‖∇J‖² is ``signal`` (exact here, so not debiased). Returns
+    c1, c2, c3, ``G_star`` = 1 + √(c₃/c₁) (:func:`grpolab.theory.optimal_group_size`), the
+    signal and the largest relative residual; raises when c₁ = 0 (G* unbounded).
     """
+    from grpolab.advise import fit_noise_constants
+
     Bs, Gs, mse = (np.asarray(x, dtype=float).ravel() for x in (Bs, Gs, mse))
     if not (Bs.size == Gs.size == mse.size) or Bs.size < 3:
         raise ValueError("fit_mse_constants needs at least 3 (B, G, mse) points of equal length")
     if not (np.isfinite(mse).all() and (mse > 0).all()):
         raise ValueError("every MSE must be a finite number > 0")
-    X = np.stack([1 / Bs, 1 / (Bs * Gs), 1 / (Bs * Gs**2)], axis=1) / mse[:, None]
-    ones = np.ones_like(mse)
-    best, best_err = None, np.inf
-    for subset in ((0, 1, 2), (0, 1), (0, 2), (1, 2), (0,), (1,), (2,)):
-        cols = list(subset)
-        sol, *_ = np.linalg.lstsq(X[:, cols], ones, rcond=None)
-        if (sol < 0).any():
-            continue
-        c = np.zeros(3)
-        c[cols] = sol
-        err = float(np.sum((X @ c - 1) ** 2))
-        if err < best_err - 1e-15:
-            best, best_err = c, err
-    if best is None or best[0] <= 0:
-        raise ValueError("the fitted c1 is 0: the MSE does not level off in B, G* is unbounded")
-    c = best
-    pred = np.asarray(theory.minibatch_gradient_mse(Bs.astype(int), Gs.astype(int), *c))
-    return {"c1": float(c[0]), "c2": float(c[1]), "c3": float(c[2]),
-            "G_star": float(theory.optimal_group_size(c[0], c[2])),
-            "max_rel_residual": float(np.max(np.abs(pred / mse - 1)))}
+    rows = [{"prompts_per_step": float(B), "G": float(G), "trace_variance": float(m),
+             "mean_gradient_norm_sq": float(signal)} for B, G, m in zip(Bs, Gs, mse,
+                                                                        strict=True)]
+    c = fit_noise_constants(rows, "toy", debias=False)
+    return {"c1": c.c1, "c2": c.c2, "c3": c.c3, "G_star": c.g_star, "signal": c.signal,
+            "max_rel_residual": c.max_rel_residual}
 
 
 #: The (B, G) grid over which :func:`predicted_optimal_group_size` fits c₁, c₂, c₃.
@@ -742,7 +730,7 @@ FIT_G = (2, 3, 4, 6, 8, 16, 32)
 def unbiased_config(config: ToyConfig) -> ToyConfig:
     """The config whose first-step gradient is unbiased for ∇(mean pass rate): RLOO, unscaled.
 
-    The MSE form c₁/B + c₂/(BG) + c₃/(BG²) describes an estimator whose mean does not
+    The MSE form c₁/B + c₂/(BG) + c₃/(BG(G − 1)) describes an estimator whose mean does not
     depend on G. GRPO's mean baseline shrinks the mean by (G − 1)/G and its std scaling
     grows it with G, so G* is defined on this estimator (= G/(G − 1) × Dr. GRPO's).
     """
@@ -754,19 +742,24 @@ def unbiased_config(config: ToyConfig) -> ToyConfig:
 
 
 def predicted_optimal_group_size(dataset: Dataset, config: ToyConfig) -> dict:
-    """G* = √(c₃/c₁) fitted to the exact MSE of the unbiased gradient at the start.
+    """G* = 1 + √(c₃/c₁) fitted to the exact MSE of the unbiased gradient at the start.
 
     Uses :func:`exact_gradient_mse` on :data:`FIT_B` × :data:`FIT_G` and
-    :func:`fit_mse_constants`; the page's JS computes the same fit.
+    :func:`fit_mse_constants`, with the exact ‖∇J‖² as the signal (the mean does not depend
+    on B or G for this estimator). The exact model fits these MSEs exactly.
     """
     cfg = unbiased_config(config)
     Bs, Gs, mse = [], [], []
+    signal = None
     for B in FIT_B:
         for G in FIT_G:
+            exact = exact_gradient_mse(dataset, cfg, B, G)
             Bs.append(B)
             Gs.append(G)
-            mse.append(exact_gradient_mse(dataset, cfg, B, G)["mse"])
-    return fit_mse_constants(Bs, Gs, mse)
+            mse.append(exact["mse"])
+            if signal is None:
+                signal = float(exact["mean"] @ exact["mean"])
+    return fit_mse_constants(Bs, Gs, mse, signal=signal)
 
 
 def fixed_budget_sweep(dataset: Dataset, config: ToyConfig, Gs, seeds=range(200)) -> dict:

@@ -16,6 +16,7 @@ variable ``GRPOLAB_WIDGETS`` is ``"static"`` (the book build sets it, see
 
 from __future__ import annotations
 
+import functools
 import html
 import itertools
 import json
@@ -414,46 +415,69 @@ def _normalization_readouts(G):
     }
 
 
-#: Gradient-noise constants of MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG²), in units of c₂
-#: (c₂ shifts the whole curve by c₂/N and never moves G*). Budgets and G are powers of two,
-#: so B = N/G is a whole number of prompts.
-C1_VALUES = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+#: Gradient-noise constants of the exact model MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG(G − 1)),
+#: in units of c₂ (c₂ shifts the whole curve by c₂/N and never moves G*). Every c₃ on the
+#: grid is at least every c₁, as the model requires (c₃ ≥ c₁ + ‖∇J‖²).
+C1_VALUES = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 C3_VALUES = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 C2_UNIT = 1.0
 MSE_BUDGETS = (256, 512, 1024, 2048, 4096)
 MSE_G_VALUES = (2, 4, 8, 16, 32, 64, 128, 256)
+#: The curves' G axis: about 40 integers from 2 to 256, evenly spaced in log G.
+MSE_G_AXIS = np.unique(np.round(np.geomspace(2, 256, 48))).astype(int)
 
 
-def _gstar_curves(c1, c3, budget):
-    """MSE over G at a fixed budget N = B·G, plus a vertical segment at G* = √(c₃/c₁)."""
-    G = np.asarray(MSE_G_VALUES, dtype=float)
-    mse = np.asarray(theory.minibatch_gradient_mse(budget // G.astype(int), G.astype(int),
-                                                   c1, C2_UNIT, c3), dtype=float)
-    g_star = theory.optimal_group_size(c1, c3)
-    inside = G[0] <= g_star <= G[-1]
-    at = float(np.clip(g_star, G[0], G[-1]))
-    j = int(np.searchsorted(G, at))
-    x = np.insert(G, j, [at, at])
-    curve = np.insert(mse, j, [np.nan, np.nan])
-    segment = np.full(x.shape, np.nan)
-    if inside:
-        segment[j:j + 2] = (mse.min() * 0.8, mse.max())
-    return x, {"MSE(G) at a fixed budget N = B·G": curve,
-               "G* = √(c₃/c₁), the real-valued optimum": segment}
+def _quiet_optimum(c1, c3, form):
+    """optimal_group_size without its G* < 2 warning (the paper form's optimum can fall
+    below 2 on this grid, and the figure shows it)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", theory.GroupSizeWarning)
+        return float(theory.optimal_group_size(c1, c3, form=form))
+
+
+def _gstar_curves(c1, c3):
+    """N·MSE over G at a fixed budget N = B·G (B real-valued: G·MSE(1, G)), for the exact
+    and the paper form, with a vertical segment at each form's G*."""
+    G = MSE_G_AXIS
+    exact = G * np.asarray(theory.minibatch_gradient_mse(1, G, c1, C2_UNIT, c3), dtype=float)
+    paper = G * np.asarray(theory.minibatch_gradient_mse(1, G, c1, C2_UNIT, c3, form="paper"),
+                           dtype=float)
+    x = G.astype(float)
+    curves = {"exact: N·MSE = c₁G + c₂ + c₃/(G−1)": exact,
+              "paper: N·MSE = c₁G + c₂ + c₃/G": paper}
+    marks = {"G* = 1 + √(c₃/c₁) (exact)": _quiet_optimum(c1, c3, "exact"),
+             "G* = √(c₃/c₁) (paper)": _quiet_optimum(c1, c3, "paper")}
+    low, high = min(exact.min(), paper.min()) * 0.8, max(exact.max(), paper.max())
+    for at in sorted(marks.values()):
+        j = int(np.searchsorted(x, at))
+        x = np.insert(x, j, [at, at])
+        curves = {k: np.insert(v, j, [np.nan, np.nan]) for k, v in curves.items()}
+    series = dict(curves)
+    for label, at in marks.items():
+        seg = np.full(x.shape, np.nan)
+        if x[0] <= at <= x[-1]:
+            j = int(np.searchsorted(x, at))
+            seg[j:j + 2] = (low, high)
+        series[label] = seg
+    return x, series
 
 
 def _gstar_readouts(c1, c3, budget, G):
     G = int(G)
-    mse = np.asarray(theory.minibatch_gradient_mse(
-        budget // np.asarray(MSE_G_VALUES), np.asarray(MSE_G_VALUES), c1, C2_UNIT, c3))
-    best = MSE_G_VALUES[int(np.argmin(mse))]
-    here = theory.minibatch_gradient_mse(budget // G, G, c1, C2_UNIT, c3)
+    feasible = np.arange(2, 257)
+    n_mse = feasible * np.asarray(theory.minibatch_gradient_mse(1, feasible, c1, C2_UNIT, c3))
+    best = int(feasible[int(np.argmin(n_mse))])
+    here = float(theory.minibatch_gradient_mse(1, G, c1, C2_UNIT, c3)) * G / budget
     return {
-        "G* = √(c₃/c₁) (the same for every budget)": theory.optimal_group_size(c1, c3),
-        "best power-of-two G at this budget": float(best),
-        "prompts per step B = N/G at the slider's G": float(budget // G),
-        "MSE at the slider's G": here,
-        "MSE at the slider's G / MSE at the best power of two": here / float(mse.min()),
+        "G* = 1 + √(c₃/c₁), exact form (the same for every budget)":
+            _quiet_optimum(c1, c3, "exact"),
+        "G* = √(c₃/c₁), paper form (one less)": _quiet_optimum(c1, c3, "paper"),
+        "best integer G (exact form, B = N/G)": float(best),
+        "prompts per step B = N/G at the slider's G": budget / G,
+        "MSE at the slider's G (exact form)": here,
+        "MSE at the slider's G / MSE at the best integer G": here * budget / float(n_mse.min()),
     }
 
 
@@ -617,18 +641,19 @@ EXPLORERS: dict[str, Explorer] = {e.key: e for e in [
     ),
     Explorer(
         key="gradient-mse",
-        title="Minibatch gradient MSE at a fixed budget, and G* = √(c₃/c₁)",
-        xlabel="group size G", ylabel="MSE of the minibatch gradient (units of c₂)",
+        title="Gradient MSE at a fixed budget: G* = 1 + √(c₃/c₁), not √(c₃/c₁)",
+        xlabel="group size G", ylabel="N × MSE of the minibatch gradient (units of c₂)",
         logx=True, logy=True,
         sliders=(Slider("c1", "c₁: across-prompt variance of the true gradient", C1_VALUES, 0.01),
                  Slider("c3", "c₃: cost of estimating the baseline", C3_VALUES, 1.0),
                  Slider("budget", "completions per step N = B·G", MSE_BUDGETS, 1024),
                  _g_slider(16, MSE_G_VALUES)),
-        curve_sliders=("c1", "c3", "budget"), marker="G",
+        curve_sliders=("c1", "c3"), marker="G",
         curves=_gstar_curves, readouts=_gstar_readouts,
-        caption="MSE(B, G) = c₁/B + c₂/(BG) + c₃/(BG²) with B = N/G (arXiv 2603.01162, "
-                "Prop. 3 and Thm. 7), c₂ = 1. Moving the budget moves the curve down, "
-                "never its minimum.",
+        caption="Exact model c₁/B + c₂/(BG) + c₃/(BG(G−1)) against the paper's c₃/(BG²) "
+                "(arXiv 2603.01162, Prop. 3), c₂ = 1, B = N/G. N·MSE does not depend on "
+                "the budget N, so neither does either minimum; the budget moves only the "
+                "readouts.",
     ),
     Explorer(
         key="temperature",
@@ -682,3 +707,182 @@ EXPLORERS: dict[str, Explorer] = {e.key: e for e in [
                 "all-fail whatever p and G are.",
     ),
 ]}
+
+
+# ----------------------------------------------------------------------------------------
+# ch. 11–13: pass@k, KL, entropy
+# ----------------------------------------------------------------------------------------
+#: The base policy's pass rates in the pass@k explorer: the (j + ½)/N quantiles of a Beta
+#: with mass near 0 (many hard prompts), as a prompt set is before RL.
+PASSK_BETA = (0.5, 0.8)
+PASSK_PROMPTS = 200
+PASSK_K_AXIS = np.unique(np.round(np.geomspace(1, 1024, 41))).astype(int)
+PASSK_K_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+@functools.lru_cache(maxsize=1)
+def _passk_base_rates() -> np.ndarray:
+    from scipy import stats
+
+    a, b = PASSK_BETA
+    return stats.beta.ppf((np.arange(PASSK_PROMPTS) + 0.5) / PASSK_PROMPTS, a, b)
+
+
+@functools.lru_cache(maxsize=512)
+def _passk_crossing(power: float, shift: float) -> float:
+    base = _passk_base_rates()
+    cross = theory.pass_at_k_crossing(base, theory.sharpened_pass_rate(base, power, shift),
+                                      max_k=1024)
+    return float(cross) if cross is not None else math.inf
+
+
+def _passk_curves(power, shift):
+    base = _passk_base_rates()
+    tuned = np.asarray(theory.sharpened_pass_rate(base, power, shift))
+    k = PASSK_K_AXIS
+    return k.astype(float), {
+        "base policy: pass@k": np.asarray(theory.expected_pass_at_k(base, k)),
+        "after sharpening: pass@k": np.asarray(theory.expected_pass_at_k(tuned, k)),
+    }
+
+
+def _passk_readouts(power, shift, k):
+    base = _passk_base_rates()
+    tuned = np.asarray(theory.sharpened_pass_rate(base, power, shift))
+    return {
+        "pass@1, base": float(theory.expected_pass_at_k(base, 1)),
+        "pass@1, sharpened": float(theory.expected_pass_at_k(tuned, 1)),
+        "pass@k at the slider's k, base": float(theory.expected_pass_at_k(base, int(k))),
+        "pass@k at the slider's k, sharpened": float(theory.expected_pass_at_k(tuned, int(k))),
+        "first k where the sharpened policy is behind (k×; inf if none up to 1024)":
+            _passk_crossing(float(power), float(shift)),
+    }
+
+
+KL_P_REF = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)
+KL_SHIFTS = _grid(-3.0, 3.0, 0.25)
+
+
+def _two_outcome(p_ref, shift):
+    """π_ref = (p_ref, 1 − p_ref) and π with its first logit moved by ``shift``."""
+    z_ref = np.array([math.log(p_ref) - math.log1p(-p_ref), 0.0])
+    z = z_ref + np.array([shift, 0.0])
+    return z, z_ref, np.exp(z - special_logsumexp(z)), np.exp(z_ref - special_logsumexp(z_ref))
+
+
+def special_logsumexp(z: np.ndarray) -> float:
+    m = float(np.max(z))
+    return m + math.log(float(np.sum(np.exp(z - m))))
+
+
+def _kl_curves(p_ref):
+    d = np.asarray(KL_SHIFTS)
+    kl, bias2, sd1, sd3 = [], [], [], []
+    for shift in d:
+        _, _, pi, ref = _two_outcome(p_ref, float(shift))
+        kl.append(theory.categorical_kl(pi, ref))
+        m2, _ = theory.kl_estimator_moments(pi, ref, "k2")
+        bias2.append(m2)
+        sd1.append(math.sqrt(theory.kl_estimator_moments(pi, ref, "k1")[1]))
+        sd3.append(math.sqrt(theory.kl_estimator_moments(pi, ref, "k3")[1]))
+    return d, {"KL(π ‖ π_ref)": np.array(kl), "E[k2] (biased)": np.array(bias2),
+               "std of one k1 sample": np.array(sd1), "std of one k3 sample": np.array(sd3)}
+
+
+def _kl_readouts(p_ref, shift):
+    z, z_ref, pi, ref = _two_outcome(p_ref, float(shift))
+    kl = theory.categorical_kl(pi, ref)
+    m2, v2 = theory.kl_estimator_moments(pi, ref, "k2")
+    grad_true = float(theory.kl_penalty_gradient(z, z_ref, "loss_k3_ratio")[0])
+    grad_k3 = float(theory.kl_penalty_gradient(z, z_ref, "loss_k3")[0])
+    return {
+        "π's probability of the first outcome": float(pi[0]),
+        "KL(π ‖ π_ref)": kl,
+        "bias of k2, E[k2] − KL": m2 - kl,
+        "std of one sample: k1": math.sqrt(theory.kl_estimator_moments(pi, ref, "k1")[1]),
+        "std of one sample: k3": math.sqrt(theory.kl_estimator_moments(pi, ref, "k3")[1]),
+        "∂KL(π‖π_ref)/∂z₁ (k2, or k3 × ratio, in the loss)": grad_true,
+        "k3 in the loss: ∂KL(π_ref‖π)/∂z₁": grad_k3,
+    }
+
+
+ENTROPY_T_VALUES = (0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
+ENTROPY_LR_VALUES = (0.1, 0.2, 0.5, 1.0)
+ENTROPY_G_VALUES = tuple(range(2, 65))
+#: The entropy explorer's policy: the temperature chapter's five answers, the likeliest correct.
+ENTROPY_REWARDS = (1.0, 0.0, 0.0, 0.0, 0.0)
+
+
+def _entropy_terms(T, lr, G):
+    pi = softmax_at_temperature(TEMPERATURE_LOGITS, T)
+    r = np.asarray(ENTROPY_REWARDS)
+    grad = pi * (r - float(pi @ r))                 # ∇J on the logits
+    hess = theory.entropy_hessian(pi)
+    drift = lr * float(theory.entropy_gradient(pi) @ grad) + 0.5 * lr**2 * float(
+        grad @ hess @ grad)
+    noise = 0.5 * lr**2 * float(np.sum(hess * theory.loo_gradient_covariance(pi, r, G)))
+    return pi, drift, noise
+
+
+def _entropy_curves(T, lr):
+    G = np.asarray(ENTROPY_G_VALUES)
+    drift = np.array([_entropy_terms(T, lr, int(g))[1] for g in G])
+    noise = np.array([_entropy_terms(T, lr, int(g))[2] for g in G])
+    return G.astype(float), {"mean step's share (does not depend on G)": drift,
+                             "noise's share, ½η² tr(∇²H · Cov)": noise,
+                             "expected entropy change per step": drift + noise}
+
+
+def _entropy_readouts(T, lr, G):
+    pi, drift, noise = _entropy_terms(T, lr, int(G))
+    return {
+        "entropy H (nats)": float(theory.entropy(pi)),
+        "probability of the correct answer": float(pi[0]),
+        "mean step's share of E[ΔH]": drift,
+        "noise's share of E[ΔH]": noise,
+        "expected entropy change E[ΔH]": drift + noise,
+    }
+
+
+EXPLORERS.update({e.key: e for e in [
+    Explorer(
+        key="pass-at-k",
+        title="Sharpening: pass@1 up, pass@k at large k down",
+        xlabel="k (samples per prompt)", ylabel="pass@k of the prompt set", logx=True,
+        ylim=(0.0, 1.0),
+        sliders=(Slider("power", "γ: how much the update sharpens (1 = not at all)",
+                        _grid(1.0, 3.0, 0.25), 1.5),
+                 Slider("shift", "δ: how much it lifts every prompt's logit",
+                        _grid(0.0, 3.0, 0.25), 2.0),
+                 Slider("k", "k, the samples per prompt", PASSK_K_VALUES, 64)),
+        curve_sliders=("power", "shift"), marker="k",
+        curves=_passk_curves, readouts=_passk_readouts,
+        caption=f"Base pass rates: {PASSK_PROMPTS} quantiles of Beta{PASSK_BETA}. The update "
+                "maps logit p to γ·logit p + δ (theory.sharpened_pass_rate): a model, not a "
+                "measurement.",
+    ),
+    Explorer(
+        key="kl-estimators",
+        title="KL estimators k1, k2, k3: bias and spread",
+        xlabel="shift of the policy's first logit away from the reference", ylabel="nats",
+        sliders=(Slider("p_ref", "reference probability of the first outcome", KL_P_REF, 0.3),
+                 Slider("shift", "logit shift of the policy (marker)", KL_SHIFTS, 1.0)),
+        curve_sliders=("p_ref",), marker="shift",
+        curves=_kl_curves, readouts=_kl_readouts,
+        caption="Two outcomes; one sample x ~ π. k1 and k3 are unbiased, k2 is not; the last "
+                "two readouts are the expected gradients of the penalty's two placements.",
+    ),
+    Explorer(
+        key="entropy",
+        title="Expected entropy change of one group's update, and G",
+        xlabel="group size G", ylabel="nats per step", logx=True,
+        sliders=(Slider("T", "temperature of the five-answer policy", ENTROPY_T_VALUES, 1.0),
+                 Slider("lr", "learning rate η on the logits", ENTROPY_LR_VALUES, 0.5),
+                 _g_slider(8, ENTROPY_G_VALUES)),
+        curve_sliders=("T", "lr"), marker="G",
+        curves=_entropy_curves, readouts=_entropy_readouts,
+        caption="One prompt, RLOO advantages, an SGD step of η on the logits, to second order "
+                "in η (theory.expected_entropy_change). Logits "
+                f"{list(TEMPERATURE_LOGITS)} / T, the likeliest answer correct.",
+    ),
+]})

@@ -848,6 +848,130 @@ def _build() -> dict[str, Exercise]:
                                     "That is only the all-fail term; all-pass groups are "
                                     "constant too: add q^G.")]),
         topic="dapo"))
+    # -- ch. 11–13: pass@k, KL, entropy ---------------------------------------------------
+    ref = float(theory.pass_at_k(10, 3, 4))
+    ex.append(Exercise(
+        "pass-at-k-estimate", "numeric", "pass@4 from 3 successes in 10 samples",
+        "A prompt was solved 3 times in $n = 10$ samples. What is the unbiased estimate of its "
+        "pass@4 (Chen et al.'s estimator)?",
+        "$1 - \\binom{7}{4}/\\binom{10}{4} = 1 - 35/210 = 5/6 \\approx 0.833$ "
+        "(`theory.pass_at_k(10, 3, 4)`). The plug-in $1 - (1 - 0.3)^4 = 0.760$ is biased low.",
+        answer=round(ref, 4), wrong_answer=0.7599,
+        checker=numeric(ref, rel=0.003,
+                        why="1 − C(7, 4)/C(10, 4) = 1 − 35/210 = 5/6: the chance that 4 of the "
+                            "10 samples, drawn without replacement, include a success.",
+                        hint="count the 4-subsets of the 10 samples that hold no success.",
+                        mistakes=[(1 - 0.7 ** 4, "0.760 plugs p̂ = 3/10 into 1 − (1 − p)^4; "
+                                   "that is biased low (convexity). Use 1 − C(n−c, k)/C(n, k)."),
+                                  (0.3, "0.3 is pass@1, c/n; pass@4 asks for at least one "
+                                   "success among 4 samples.")]),
+        topic="pass-at-k"))
+    ex.append(Exercise(
+        "pass-at-k-sharpening", "conceptual", "pass@1 up, pass@256 down",
+        "After RL with verifiable rewards, a model beats its base model at pass@1 but falls "
+        "below it at pass@256 on the same prompts. Which reading fits best?",
+        "(c). An update that reweights what the policy already samples (sharpening) raises the "
+        "pass rates of prompts it often solves and lowers those of prompts it rarely solves; "
+        "pass@1 weighs the former, pass@k at large k the latter (Yue et al., arXiv 2504.13837; "
+        "the sharpening model of the pass@k chapter).",
+        answer="c", wrong_answer="b",
+        choices={"a": "the unbiased estimator is biased at large k",
+                 "b": "the RL model solves no prompt the base model could not, and more "
+                      "samples always help the base model more, so this says nothing",
+                 "c": "sharpening: rare successes got rarer while common ones got more "
+                      "reliable",
+                 "d": "pass@k at large k always falls during any training"},
+        checker=choice("c", {
+            "a": "No: 1 − C(n−c, k)/C(n, k) is unbiased for every k ≤ n.",
+            "b": "No: the crossing is a finding in itself: the tuned model is behind where "
+                 "coverage matters.",
+            "c": "Right: pass@1 rewards reliability on common successes; large-k pass@k "
+                 "rewards keeping rare ones.",
+            "d": "No: ProRL (arXiv 2505.24864) reports pass@k gains at large k after long "
+                 "training."}),
+        topic="pass-at-k"))
+    ref = float(theory.kl_k3(-0.3))
+    ex.append(Exercise(
+        "kl-k3-sample", "numeric", "The k3 value of one token",
+        "A sampled token has $\\log\\pi(x) = -1.2$ under the policy and "
+        "$\\log\\pi_{\\text{ref}}(x) = -1.5$ under the reference. What is its $k_3 = (r - 1) "
+        "- \\log r$, with $r = \\pi_{\\text{ref}}(x)/\\pi(x)$?",
+        "$\\log r = -0.3$, $r = e^{-0.3} = 0.7408$; $k_3 = 0.7408 - 1 + 0.3 = 0.0408$ "
+        "(`theory.kl_k3(-0.3)`). $k_1 = 0.3$ and $k_2 = 0.045$ for the same token.",
+        answer=round(ref, 4), wrong_answer=0.3,
+        checker=numeric(ref, rel=0.005,
+                        why="log r = −0.3, so k3 = e^(−0.3) − 1 + 0.3 ≈ 0.0408.",
+                        hint="first log r = log π_ref − log π, then (r − 1) − log r.",
+                        mistakes=[(0.3, "0.3 is k1 = −log r; k3 adds the control variate "
+                                   "r − 1 = −0.259."),
+                                  (0.045, "0.045 is k2 = (log r)²/2."),
+                                  (float(theory.kl_k3(0.3)), "that uses log r = +0.3: r is "
+                                   "π_ref/π, here e^(−1.5)/e^(−1.2).")]),
+        topic="kl"))
+    ex.append(Exercise(
+        "kl-k3-in-loss", "conceptual", "The gradient of GRPO's KL term",
+        "GRPO adds $\\beta k_3$ per token to its loss (no importance ratio). On-policy, the "
+        "expected gradient of that term is the gradient of which quantity?",
+        "(b). $\\nabla k_3 = (1 - r)\\nabla\\log\\pi$, whose mean under $\\pi$ is "
+        "$-\\sum_x \\pi_{\\text{ref}}(x)\\nabla\\log\\pi(x) = "
+        "\\nabla\\mathrm{KL}(\\pi_{\\text{ref}}\\Vert\\pi)$. Multiplying $k_3$ by the "
+        "differentiable ratio (TRL's `use_bias_correction_kl`, on by default) turns it into "
+        "$\\nabla\\mathrm{KL}(\\pi\\Vert\\pi_{\\text{ref}})$ (the KL chapter).",
+        answer="b", wrong_answer="a",
+        choices={"a": "KL(π ‖ π_ref), the KL its value estimates",
+                 "b": "KL(π_ref ‖ π), the other direction",
+                 "c": "nothing: its expected gradient is zero",
+                 "d": "the squared log ratio (k2)"},
+        checker=choice("b", {
+            "a": "No: k3's value is unbiased for KL(π‖π_ref), but its gradient with the sample "
+                 "held fixed is (1 − r)∇log π, whose mean is ∇KL(π_ref‖π).",
+            "b": "Right: −Σ π_ref ∇log π is the gradient of the cross-entropy of π_ref under π.",
+            "c": "No: that is k1 in the loss, whose gradient ∇log π has mean 0.",
+            "d": "No: k2 in the loss gives ∇KL(π‖π_ref), not k3."}),
+        topic="kl"))
+    ref = float(theory.clip_ratio_ceiling(0.01, 0.28))
+    ex.append(Exercise(
+        "clip-higher-headroom", "numeric", "The clip ceiling for a rare token",
+        "PPO's clip stops pushing a token with a positive advantage once its ratio exceeds "
+        "$1 + \\varepsilon_{\\text{high}}$. With DAPO's $\\varepsilon_{\\text{high}} = 0.28$, "
+        "what is the highest probability one rollout's updates can give a token whose old "
+        "probability is 0.01?",
+        "$\\min(1, 1.28 \\times 0.01) = 0.0128$ (`theory.clip_ratio_ceiling`); with "
+        "$\\varepsilon_{\\text{high}} = 0.2$ it is 0.012. The headroom is relative, so rare "
+        "tokens gain almost nothing: clip-higher widens it to keep exploration alive.",
+        answer=round(ref, 5), wrong_answer=0.012,
+        checker=numeric(ref, rel=0.003,
+                        why="(1 + 0.28) × 0.01 = 0.0128, below the cap of 1.",
+                        hint="the ceiling is the ratio bound times the old probability.",
+                        mistakes=[(0.012, "0.012 is the ceiling with the symmetric "
+                                   "ε = 0.2; DAPO's clip-higher uses 0.28."),
+                                  (1.28, "1.28 is the ratio bound, not a probability: "
+                                   "multiply by π_old = 0.01."),
+                                  (0.29, "0.29 adds ε to the probability; the bound is on "
+                                   "the ratio π_new/π_old.")]),
+        topic="entropy"))
+    ex.append(Exercise(
+        "entropy-larger-g", "conceptual", "Does a larger G slow entropy collapse?",
+        "At a fixed learning rate and with GRPO's std-normalised advantages, what does a larger "
+        "G do to one update's expected entropy change (entropy chapter)?",
+        "(c). The update's noise lowers the entropy of a high-entropy policy at second order, "
+        "and its covariance falls like 1/G; but std division multiplies the mean step by "
+        "c_G(p), which grows with G, and the mean step toward rewarded likely answers is what "
+        "collapses the entropy at first order.",
+        answer="c", wrong_answer="b",
+        choices={"a": "nothing: the expected update does not depend on G",
+                 "b": "it slows the collapse, because the advantage estimate is less noisy",
+                 "c": "less noise (slower noise-driven collapse), but a larger mean step "
+                      "(faster first-order collapse)",
+                 "d": "it raises the entropy, because a larger group explores more"},
+        checker=choice("c", {
+            "a": "No: that holds for RLOO without std division; GRPO's std division scales the "
+                 "mean step by c_G(p), which grows with G.",
+            "b": "Only half: the noise term shrinks, but std division enlarges the mean step.",
+            "c": "Right: two terms move in opposite directions; measure which wins.",
+            "d": "No: sampling more completions does not by itself raise the policy's "
+                 "entropy; what the update does with them decides."}),
+        topic="entropy"))
     return {e.id: e for e in ex}
 
 

@@ -62,6 +62,7 @@ class Formula:
 F = Formula
 _BV, _ZG, _COST, _DEG = ("theory/02-baseline-variance", "theory/03-zero-variance",
                          "theory/04-cost-of-g", "theory/05-degenerate-groups")
+_PK, _KL, _EN = "theory/11-pass-at-k", "theory/12-kl", "theory/13-entropy"
 
 #: The registry, in reading order (grouped by chapter).
 FORMULAS: tuple[Formula, ...] = (
@@ -85,17 +86,24 @@ FORMULAS: tuple[Formula, ...] = (
       "RLOO's per-completion price (κ = 1): ×2 at G = 2, ×1.14 at G = 8. GRPO's mean has the "
       "same noise-to-signal, not this raw moment.",
       _BV, "How G enters the gradient's variance", on_sheet=True),
-    F("minibatch_gradient_mse", "Minibatch gradient MSE",
-      r"\mathrm{MSE}(B, G) = \frac{c_1}{B} + \frac{c_2}{BG} + \frac{c_3}{BG^2}",
-      "B prompts × G completions (arXiv 2603.01162, Prop. 3). Per prompt, tr(Σ)/G + O(1/G²) "
-      "(Thm 2): the 1/G term is the oracle-baseline variance; estimating the baseline costs "
-      "only O(1/G²).",
-      _BV, "The minibatch form and G*", on_sheet=True),
+    F("minibatch_gradient_mse", "Minibatch gradient MSE (exact form)",
+      r"\mathrm{MSE}(B, G) = \frac{c_1}{B} + \frac{c_2}{BG} + \frac{c_3}{BG(G-1)}",
+      "B prompts × G ≥ 2 completions, no std division; the paper's c₃/(BG²) is its leading order.",
+      _BV, "The minibatch form and G*", on_sheet=True, also=("MSE_FORMS",)),
     F("optimal_group_size", "The fixed-budget optimum",
-      r"G^* = \sqrt{c_3 / c_1}",
-      "With N = B·G fixed, MSE = (c₁G + c₂ + c₃/G)/N is smallest at G*, whatever N is "
-      "(arXiv 2603.01162, Thm 7).",
-      _BV, "The minibatch form and G*", on_sheet=True),
+      r"G^* = 1 + \sqrt{c_3 / c_1}",
+      "Minimises N·MSE = c₁G + c₂ + c₃/(G−1) at any N = BG; c₃ ≥ c₁ + ‖∇J‖², so G* > 2.",
+      _BV, "The minibatch form and G*", on_sheet=True, also=("GroupSizeWarning",)),
+    F("mean_baseline_gradient_mse", "Mean-baseline gradient MSE",
+      r"\mathbb E\lVert \hat g_{\mathrm{mean}} - \nabla J\rVert^2 = \Big(\frac{G-1}{G}\Big)^2 "
+      r"\mathrm{MSE}_{\mathrm{LOO}} + \frac{\lVert\nabla J\rVert^2}{G^2}",
+      "GRPO's centring without std shrinks the gradient; compare noise-to-signal, not MSE.",
+      _BV, "What the variance theory covers"),
+    F("std_scaled_gradient_factor", "What std division does to a prompt's gradient",
+      r"\mathbb E[\hat g] = c_G(p)\,\nabla p,\quad c_G(p) = \sum_{k=1}^{G-1}"
+      r"\binom{G}{k}p^{k-1}(1-p)^{G-k-1}\frac{k(G-k)}{G^2(s_k+\varepsilon)}",
+      "0/1 rewards: (G−1)/G without std; with std it grows with G toward 1/σ.",
+      _BV, "What std division does", on_sheet=True),
     # -- zero-variance groups ----------------------------------------------------------------------
     F("all_fail_probability", "All fail",
       r"P(\text{all fail}) = (1-p)^G",
@@ -147,8 +155,95 @@ FORMULAS: tuple[Formula, ...] = (
       _ZG, "Averaging over difficulty", on_sheet=True),
     F("unbiased_zero_variance_estimate", "Unbiased estimate of the zero-variance probability",
       r"\widehat{P}(\text{zero var.}) = \frac{\binom{k}{G} + \binom{n-k}{G}}{\binom{n}{G}}",
-      "From k successes in n ≥ G trials; plugging p̂ = k/n into p^G is biased upward.",
+      "From k successes in n ≥ G trials; plugging p̂ = k/n into p^G is biased upward. "
+      "Its all-fail half is 1 − pass@G (Chen et al.).",
       "labs/01-g-sweep", "Zero-variance groups: theory next to measurement"),
+    F("pass_at_k", "Unbiased pass@k",
+      r"\widehat{\text{pass@}k} = 1 - \binom{n-c}{k} \Big/ \binom{n}{k}",
+      "c correct of n ≥ k samples; its mean is 1 − (1−p)^k, so 1 − (1−p)^G is pass@G.",
+      _ZG, "pass@k and the unbiased estimator", on_sheet=True),
+    # -- pass@k ---------------------------------------------------------------------------
+    F("expected_pass_at_k", "pass@k of a prompt set",
+      r"\text{pass@}k = \frac1N\sum_{j=1}^N \big[1 - (1-p_j)^k\big]",
+      "Rises to the coverage, the share of prompts with p > 0, as k grows.",
+      _PK, "pass@k of a prompt set", on_sheet=True),
+    F("beta_pass_at_k", "pass@k over a Beta prior",
+      r"\text{pass@}k = 1 - \frac{B(a,\,b+k)}{B(a,\,b)}",
+      "p ~ Beta(a, b); 1 − pass@k falls only like k^(−a).",
+      _PK, "pass@k of a prompt set"),
+    F("sharpened_pass_rate", "A sharpened pass rate",
+      r"\operatorname{logit} p' = \gamma\,\operatorname{logit} p + \delta",
+      "γ > 1 reweights what is already sampled: tiny pass rates shrink, p = 0 stays 0.",
+      _PK, "A model of sharpening"),
+    F("pass_at_k_crossing", "Where a sharpened policy's pass@k falls behind",
+      r"k_\times = \min\{k : \textstyle\sum_j (1-q_j)^k \ge \sum_j (1-p_j)^k\}",
+      "Ahead at pass@1, behind from k× on: Yue et al.'s pattern.",
+      _PK, "A model of sharpening"),
+    F("informative_per_completion", "Informative groups per completion",
+      r"\frac{q(G)}{G} = \frac{1 - p^G - (1-p)^G}{G}",
+      "≈ p while pG ≪ 1, ≈ 1/G after: a large G is cheap only on hard prompts.",
+      _PK, "Sharpening and coverage"),
+    # -- KL -------------------------------------------------------------------------------
+    F("kl_k1", "KL estimator k1",
+      r"k_1 = -\log r,\quad r = \pi_{\mathrm{ref}}(x)/\pi(x)",
+      "x ~ π; unbiased for KL(π‖π_ref), high variance, can be negative.",
+      _KL, "Three estimators"),
+    F("kl_k2", "KL estimator k2",
+      r"k_2 = \tfrac12 (\log r)^2",
+      "Biased (E = KL + O(KL^1.5)), low variance, never negative.",
+      _KL, "Three estimators"),
+    F("kl_k3", "KL estimator k3",
+      r"k_3 = (r - 1) - \log r",
+      "Unbiased and ≥ 0: k1 plus the zero-mean control variate r − 1; GRPO's KL term.",
+      _KL, "Three estimators", on_sheet=True),
+    F("categorical_kl", "KL divergence",
+      r"\mathrm{KL}(\pi\Vert\pi_{\mathrm{ref}}) = "
+      r"\sum_x \pi(x)\log\frac{\pi(x)}{\pi_{\mathrm{ref}}(x)}",
+      "What the three estimators estimate from samples of π.",
+      _KL, "Three estimators"),
+    F("kl_estimator_moments", "Bias and variance of a KL estimator",
+      r"\mathbb E_\pi[k] = \sum_x \pi(x)\,k(r(x)),\ \mathrm{Var}_\pi[k] = "
+      r"\sum_x \pi(x)\,k^2 - \mathbb E_\pi[k]^2",
+      "Exact for a categorical policy: k1 and k3 unbiased, k2 biased.",
+      _KL, "Bias and variance", also=("KL_ESTIMATORS",)),
+    F("kl_penalty_gradient", "The gradient of a KL penalty, by placement",
+      r"\mathbb E_\pi[\nabla k_3] = \nabla\mathrm{KL}(\pi_{\mathrm{ref}}\Vert\pi),\quad "
+      r"\mathbb E_\pi[\nabla(\rho\,k_3)] = \nabla\mathrm{KL}(\pi\Vert\pi_{\mathrm{ref}})",
+      "k3 in the loss pulls toward the other KL; ×ratio (TRL's default) fixes it.",
+      _KL, "What the gradient of each placement is", on_sheet=True, also=("KL_PLACEMENTS",)),
+    # -- entropy --------------------------------------------------------------------------
+    F("entropy", "Entropy of a policy",
+      r"H(\pi) = -\sum_a \pi_a \log \pi_a",
+      "In nats; 0 for a deterministic policy, log M for a uniform one over M answers.",
+      _EN, "Entropy and its gradient"),
+    F("entropy_gradient", "Entropy's gradient in the logits",
+      r"\frac{\partial H}{\partial z_b} = -\pi_b\,(\log \pi_b + H)",
+      "Raising a likely outcome's logit lowers the entropy.",
+      _EN, "Entropy and its gradient"),
+    F("entropy_change_first_order", "First-order entropy change",
+      r"\Delta H \approx -\mathrm{Cov}_{a\sim\pi}\big(\log \pi_a,\ \Delta z_a\big)",
+      "Steps that favour already likely answers collapse the entropy (Cui et al.).",
+      _EN, "Entropy and its gradient", on_sheet=True),
+    F("entropy_hessian", "Entropy's Hessian in the logits",
+      r"\frac{\partial^2 H}{\partial z_b \partial z_c} = -\pi_b(\delta_{bc} - \pi_c)"
+      r"(\log\pi_b + H + 1) + \pi_b\pi_c(\log\pi_c + H)",
+      "Mostly negative: random logit noise lowers the entropy on average.",
+      _EN, "Noise lowers the entropy"),
+    F("loo_gradient_covariance", "Covariance of a group's RLOO gradient",
+      r"\mathrm{Cov}(\hat g) = \frac{\Sigma}{G} + "
+      r"\frac{\sigma^2 M + \nabla J\,\nabla J^{\top}}{G(G-1)}",
+      "The matrix form of ch. 02's trace; it shrinks with G.",
+      _EN, "Noise lowers the entropy"),
+    F("expected_entropy_change", "Expected entropy change, second order",
+      r"\mathbb E[\Delta H] \approx \nabla H\cdot m + \tfrac12\big(m^{\top}\nabla^2 H\, m + "
+      r"\mathrm{tr}(\nabla^2 H\, C)\big)",
+      "m = E[Δz], C = Cov(Δz); the noise term shrinks with G at a fixed learning rate.",
+      _EN, "Noise lowers the entropy", on_sheet=True),
+    F("clip_ratio_ceiling", "The clip ceiling",
+      r"\pi_{\mathrm{new}} \le "
+      r"\min\big(1,\ (1+\varepsilon_{\mathrm{high}})\,\pi_{\mathrm{old}}\big)",
+      "Rare tokens gain little per rollout; clip-higher (0.28) widens it.",
+      _EN, "Clip-higher", on_sheet=True),
     # -- cost -----------------------------------------------------------------------------
     F("sampling_cost", "Work of one sampling step",
       r"\text{completions} = BG,\quad \text{decode} = BG\,L_c,\quad \text{prefill} = B\,L_p",
@@ -184,11 +279,11 @@ FORMULAS: tuple[Formula, ...] = (
       "k of G correct, d = ddof. TRL, verl and OpenRLHF use d = 1: G = 4, k = 1 gives 1.5 "
       "(1.73 with ddof = 0).",
       "theory/06-normalization", "Binary rewards in closed form", on_sheet=True),
-    F("std_scaled_gradient_factor", "What the std division does to a prompt's gradient",
+    F(None, "The std division as a prompt weight",
       r"\mathbb E[\hat g(x)] = c_G(p)\,\nabla p(x),\quad c_G(p) = \mathbb E_{j\sim"
       r"\mathrm{Bin}(G-1,p)}\big[A^+(j+1) - A^-(j)\big] \to \frac{1}{\sigma}",
       "0/1 rewards: RLOO has c = 1; std scaling multiplies prompt x's expected gradient by "
-      "c_G(p), which depends on G and tends to 1/σ(x).",
+      "c_G(p) (the same function as ch. 2's sum), which depends on G and tends to 1/σ(x).",
       "theory/06-normalization", "The std division reweights prompts"),
     F(None, "ddof = 0 vs ddof = 1",
       r"\frac{A_{\mathrm{ddof}=0}}{A_{\mathrm{ddof}=1}} = \sqrt{\frac{G}{G-1}}",

@@ -10,8 +10,9 @@ training prompts GRPO sees and how a step's completions are budgeted:
 - ``3-digit-fixed-prompts``: as ``3-digit`` but with a fixed number of prompts per step, so
   a step with larger G costs more completions;
 - ``hard``: 2-digit sums from the weaker warm start
-  (:data:`~grpolab.labs.common.WEAK_WARMSTART_STEPS` supervised steps). Hard by measurement: most prompts' census pass rate is below 0.1, few
-  are never solved (tests/test_lab_numbers.py checks the committed census).
+  (:data:`~grpolab.labs.common.WEAK_WARMSTART_STEPS` supervised steps). Hard by
+  measurement: most prompts' census pass rate is below 0.1, few are never solved
+  (tests/test_lab_numbers.py checks the committed census).
 
 ``mode="budget"`` keeps completions per step fixed (prompts per step = budget / G);
 ``mode="prompts"`` keeps prompts per step fixed. A preset is a :class:`SweepPreset` around a
