@@ -52,7 +52,8 @@ def test_contrasts_match_scipy_and_holm_by_hand():
 
 
 def test_g_verdict_quotes_the_interval_and_counts_contrasts():
-    data = {G: {s: 0.5 + 0.03 * np.log2(G) + 0.001 * ((s * 7 + G) % 3) for s in range(5)}
+    rng = np.random.default_rng(4)
+    data = {G: {s: 0.5 + 0.03 * np.log2(G) + 0.001 * rng.normal() for s in range(5)}
             for G in (2, 4, 8)}
     v = stats.g_verdict(data, "pass@1")
     assert "per doubling of G" in v["statement"] and "CI" in v["statement"]
@@ -67,3 +68,80 @@ def test_bad_input_is_a_clear_error():
         stats.t_interval([0.5, float("nan")])
     with pytest.raises(ValueError, match="empty"):
         stats.t_interval([])
+
+
+# ----------------------------------------------------------------------------- issue 24
+def _table(f, Gs=(2, 4, 8, 16, 32), seeds=range(5), noise=0.002, rng_seed=0):
+    """by_G_and_seed with metric f(log2 G) plus per-seed noise."""
+    rng = np.random.default_rng(rng_seed)
+    return {G: {s: float(f(np.log2(G)) + noise * rng.normal()) for s in seeds} for G in Gs}
+
+
+def test_curvature_detects_a_planted_interior_optimum_and_not_a_line():
+    from grpolab.labs.stats import curvature_in_log2_G
+
+    peak = curvature_in_log2_G(_table(lambda x: 0.5 - 0.01 * (x - 2) ** 2))
+    assert peak["concave"] and not peak["convex"]
+    assert all(abs(v - 4) < 0.5 for v in peak["vertex_G"])  # the planted optimum, G = 4
+    line = curvature_in_log2_G(_table(lambda x: 0.5 + 0.01 * x, noise=0.0005, rng_seed=3))
+    assert not line["concave"] and abs(line["coefficient"]) < 2e-4
+
+
+def test_crossing_test_supports_contradicts_or_is_inconclusive_as_planted():
+    from grpolab.labs.stats import crossing_test
+
+    computes = [256 * 2 ** k for k in range(8)]
+    def planted(sign):  # the slope on log2 G moves with log(compute)
+        return {c: _table(lambda x, c=c: 0.4 + sign * 0.002 * np.log(c) * x, rng_seed=k)
+                for k, c in enumerate(computes)}
+    assert crossing_test(planted(+1))["verdict"] == "supported"
+    assert crossing_test(planted(-1))["verdict"] == "contradicted"
+    flat = {c: _table(lambda x: 0.4, noise=0.01, rng_seed=k) for k, c in enumerate(computes)}
+    assert crossing_test(flat)["verdict"] == "inconclusive"
+
+
+def test_best_g_with_ties_names_the_indistinguishable_ones():
+    from grpolab.labs.stats import best_G_with_ties
+
+    out = best_G_with_ties(_table(lambda x: 0.5 - 0.05 * abs(x - 2), noise=0.001))
+    assert out["best"] == 4 and out["tied"] == [4]
+    flat = best_G_with_ties(_table(lambda x: 0.5, noise=0.01))
+    assert set(flat["tied"]) == {2, 4, 8, 16, 32}
+
+
+def test_gstar_verdict_fails_a_planted_miss_and_refuses_a_range_that_spans_everything():
+    from grpolab.labs.stats import gstar_verdict
+
+    rising = _table(lambda x: 0.3 + 0.03 * x, noise=0.001)  # best measured G = 32
+    miss = gstar_verdict(rising, g_pred=4.0, g_range=(3.0, 6.0))
+    assert miss["predicted_G"] == 4 and miss["best"]["best"] == 32
+    assert miss["verdict"] == "fails"  # 0.06 worse than the best, far beyond the 0.01 margin
+    assert gstar_verdict(rising, 32.0, (1.5, 64.0))["verdict"] == "inconclusive"  # spans all
+    peak = _table(lambda x: 0.5 - 0.01 * (x - 2) ** 2, noise=0.001)
+    hit = gstar_verdict(peak, g_pred=4.3, g_range=(3.5, 5.5))
+    assert hit["predicted_G"] == 4 and hit["verdict"] == "agrees"
+    # the same data with a prediction at the edge: the planted curve is not monotone
+    edge = gstar_verdict(peak, g_pred=2.0, g_range=(2.0, 2.5))
+    assert edge["verdict"] != "agrees"
+
+
+def test_prompt_bootstrap_recovers_a_planted_slope_and_is_wider_than_no_prompt_noise():
+    from grpolab.labs.stats import prompt_bootstrap_trend
+
+    rng = np.random.default_rng(1)
+    P = 200
+    difficulty = rng.uniform(0.2, 0.7, P)  # away from 0 and 1: no clipping bends the slope
+    per = {G: {s: np.clip(difficulty + 0.02 * np.log2(G) + 0.01 * rng.normal(size=P), 0, 1)
+               for s in range(5)} for G in (2, 4, 8, 16, 32)}
+    out = prompt_bootstrap_trend(per, n_boot=400)
+    assert out["low"] < 0.02 < out["high"] and out["low"] > 0
+
+
+def test_a_contrast_with_no_spread_is_not_a_detection():
+    from grpolab.labs.stats import contrast, pairwise_contrasts
+
+    a, b = {0: 0.500, 1: 0.400, 2: 0.450}, {0: 0.495, 1: 0.395, 2: 0.445}  # always 0.005
+    c = contrast(a, b)
+    assert c["p_value"] is None and "no spread" in c["test"]
+    assert not pairwise_contrasts({"a": a, "b": b})[0]["differs"]
+    assert contrast(a, dict(a))["p_value"] == 1.0  # identical runs: no difference

@@ -132,3 +132,41 @@ def test_predicted_g_star_recovers_planted_constants():
     out = predicted_g_star(rows, n_boot=200)
     lo, hi = out["bootstrap_95"]
     assert lo <= hi and out["bootstrap_draws"] > 100
+
+
+@pytest.mark.slow
+def test_a_compute_axis_sweep_gives_pass_at_k_the_crossing_and_g_star(tmp_path, tiny_cache):
+    """A seconds-long sweep with the compute-axis settings: an evaluation schedule, a regime
+    with its own warm start, per-prompt successes in every evaluation row, and
+    compute_axis.json with pass@k, the crossing test, best G per checkpoint and G*."""
+    from grpolab.labs.sweep.compute_axis import compute_axis
+
+    preset = get_preset(
+        "cpu-compute", group_sizes=[2, 4, 8], seeds=[0, 1], steps=6, task_kwargs=TINY_TASK,
+        warmstart=tiny_warm_start(), max_train_prompts=40, max_eval_prompts=6,
+        eval_at=[16, 32, 64, 128], eval_samples=4, census_samples=8, noise_batches=3,
+        regimes=[Regime("mixed", [1, 2], budget=16),
+                 Regime("weaker", [1, 2], budget=16, overrides={"warmstart": {"steps": 12}})])
+    with_warm_start(tmp_path, tiny_cache)
+    run_sweep(preset, tmp_path, progress=False, plots=False, log=lambda *_: None)
+    log = [json.loads(x) for x in open(tmp_path / "runs" / "mixed" / "G4-seed0" / "log.jsonl")]
+    evals = [r for r in log if "eval_sampled_successes" in r]
+    assert [r["completions"] for r in evals] == [0, 16, 32, 64, 96]  # schedule, then the end
+    assert all(len(r["eval_sampled_successes"]) == 6 and max(r["eval_sampled_successes"]) <= 4
+               for r in evals)
+    weak = json.load(open(tmp_path / "runs" / "weaker" / "G2-seed0" / "summary.json"))
+    strong = json.load(open(tmp_path / "runs" / "mixed" / "G2-seed0" / "summary.json"))
+    assert weak["warmstart_key"] != strong["warmstart_key"]  # each regime its own start
+    assert (tmp_path / "census-d1-2.npy").is_file()
+    assert (tmp_path / "census-d1-2-warm12.npy").is_file()
+    axis = json.load(open(tmp_path / "compute_axis.json"))
+    reg = axis["regimes"]["mixed"]
+    assert reg["checkpoints"] == [0, 16, 32, 64, 96]
+    row = reg["curves"]["4"]["0"][-1]
+    assert set(row["pass_at_k"]) == {"1", "2", "4"}  # k up to eval_samples
+    assert row["pass_at_k"]["1"] <= row["pass_at_k"]["2"] <= row["pass_at_k"]["4"]
+    assert reg["crossing"]["verdict"] in ("supported", "contradicted", "inconclusive")
+    assert set(reg["best_G"]) == {"16", "32", "64", "96"}
+    assert "g_star" in reg and "verdict" in reg["g_star"] or "error" in reg["g_star"]
+    again = compute_axis(str(tmp_path), preset, write=False)  # deterministic from the logs
+    assert again["regimes"]["mixed"]["crossing"] == reg["crossing"]

@@ -28,7 +28,8 @@ import numpy as np
 from scipy import stats
 
 __all__ = ["t_interval", "trend_in_log2_G", "contrast", "holm", "pairwise_contrasts",
-           "g_verdict"]
+           "g_verdict", "curvature_in_log2_G", "crossing_test", "best_G_with_ties",
+           "prompt_bootstrap_trend", "gstar_verdict", "GSTAR_MARGIN"]
 
 
 def _clean(values, name: str) -> np.ndarray:
@@ -72,15 +73,22 @@ def trend_in_log2_G(by_G_and_seed: Mapping[int, Mapping[int, float]],
     slopes = [float(np.dot(xc, [by_G_and_seed[G][s] for G in Gs]) / np.dot(xc, xc))
               for s in seeds]
     ci = t_interval(slopes, confidence)
-    p = None
-    if ci["se"]:
-        p = float(2 * stats.t.sf(abs(ci["mean"]) / ci["se"], ci["df"]))
-    elif ci["se"] == 0.0:
-        p = 0.0 if ci["mean"] != 0 else 1.0
+    p = _p_value(ci)
     return {"test": "per-seed OLS slope on log2 G, one-sample t over seeds",
             "slope_per_doubling": ci["mean"], "low": ci["low"], "high": ci["high"],
             "p_value": p, "seeds": seeds, "G": Gs, "per_seed_slopes": slopes,
             "confidence": confidence}
+
+
+def _p_value(ci: dict) -> float | None:
+    """Two-sided p of a t interval's mean against 0. With no spread over seeds there is no
+    test: None (a contrast of identical runs has p = 1), so a one-prompt difference shared by
+    every seed is never "detected"."""
+    if ci["se"]:
+        return float(2 * stats.t.sf(abs(ci["mean"]) / ci["se"], ci["df"]))
+    if ci["se"] == 0.0 and ci["mean"] == 0:
+        return 1.0
+    return None
 
 
 def contrast(a: Mapping[int, float], b: Mapping[int, float], confidence: float = 0.95) -> dict:
@@ -88,10 +96,10 @@ def contrast(a: Mapping[int, float], b: Mapping[int, float], confidence: float =
     if set(a) == set(b) and len(a) >= 2:
         d = [a[s] - b[s] for s in sorted(a)]
         ci = t_interval(d, confidence)
-        p = (float(2 * stats.t.sf(abs(ci["mean"]) / ci["se"], ci["df"])) if ci["se"]
-             else (0.0 if ci["mean"] != 0 else 1.0))
-        return {"difference": ci["mean"], "low": ci["low"], "high": ci["high"], "p_value": p,
-                "test": "paired t", "n": ci["n"]}
+        test = ("paired t" if ci["se"] or ci["mean"] == 0 else
+                "paired t, no spread (every seed differs by the same amount: not a test)")
+        return {"difference": ci["mean"], "low": ci["low"], "high": ci["high"],
+                "p_value": _p_value(ci), "test": test, "n": ci["n"]}
     xa, xb = _clean(list(a.values()), "a"), _clean(list(b.values()), "b")
     diff = float(xa.mean() - xb.mean())
     if xa.size < 2 or xb.size < 2:
@@ -143,11 +151,190 @@ def g_verdict(by_G_and_seed: Mapping[int, Mapping[int, float]], metric: str,
                      "(one seed: no interval)")
     else:
         sig = trend["p_value"] is not None and trend["p_value"] < alpha
+        what = ("a trend in G" if sig else "no spread over seeds: not a test"
+                if trend["p_value"] is None else "no detectable trend in G")
         statement = (f"{metric}: {trend['slope_per_doubling']:+.4f} per doubling of G, "
                      f"{100 * (1 - alpha):.0f}% CI [{trend['low']:+.4f}, {trend['high']:+.4f}] "
-                     f"over {len(trend['seeds'])} seeds: "
-                     + ("a trend in G" if sig else "no detectable trend in G"))
+                     f"over {len(trend['seeds'])} seeds: {what}")
         n_diff = sum(r["differs"] for r in pairs)
         statement += f"; {n_diff} of {len(pairs)} pairwise contrasts differ after Holm"
     return {"metric": metric, "alpha": alpha, "trend": trend, "contrasts": pairs,
             "statement": statement}
+
+
+# ----------------------------------------------------------------------------- issue 24
+def _per_seed_poly(by_G_and_seed: Mapping[int, Mapping[int, float]], degree: int):
+    """Seeds that ran every G, log₂ G, and per-seed least-squares polynomial coefficients
+    (highest power first) of the metric on log₂ G."""
+    Gs = sorted(by_G_and_seed)
+    if len(Gs) < degree + 1:
+        raise ValueError(f"a degree-{degree} fit in log2 G needs at least {degree + 1} G values")
+    seeds = sorted(set.intersection(*(set(by_G_and_seed[G]) for G in Gs)))
+    if not seeds:
+        raise ValueError("no seed ran every G")
+    x = np.log2(np.asarray(Gs, dtype=float))
+    coefs = [np.polyfit(x, [by_G_and_seed[G][s] for G in Gs], degree) for s in seeds]
+    return Gs, seeds, x, np.asarray(coefs)
+
+
+def curvature_in_log2_G(by_G_and_seed: Mapping[int, Mapping[int, float]],
+                        confidence: float = 0.95) -> dict:
+    """Per seed, the quadratic coefficient of the metric on log₂ G; its t interval over seeds.
+
+    An interior optimum (what a G* between the grid's ends predicts) needs a concave curve:
+    a coefficient below 0 whose interval excludes 0. ``vertex_G`` is the G at each seed's
+    vertex (2^(−b/2a)), reported, not tested.
+    """
+    Gs, seeds, _, coefs = _per_seed_poly(by_G_and_seed, 2)
+    ci = t_interval(coefs[:, 0], confidence)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        vertex = [float(2 ** (-b / (2 * a))) if a else None for a, b, _ in coefs]
+    return {"test": "per-seed quadratic in log2 G, one-sample t of its x² coefficient",
+            "coefficient": ci["mean"], "low": ci["low"], "high": ci["high"],
+            "p_value": _p_value(ci), "per_seed": coefs[:, 0].tolist(), "vertex_G": vertex,
+            "seeds": seeds, "G": Gs, "concave": ci["high"] is not None and ci["high"] < 0,
+            "convex": ci["low"] is not None and ci["low"] > 0}
+
+
+def crossing_test(by_checkpoint: Mapping[float, Mapping[int, Mapping[int, float]]],
+                  confidence: float = 0.95) -> dict:
+    """The declared test of IsoCompute's crossing (the best G grows with compute).
+
+    ``by_checkpoint[compute][G][seed]``: the primary metric of each run at each checkpoint
+    (compute = completions consumed, > 0). Per seed and checkpoint, the OLS slope of the
+    metric on log₂ G; then per seed, the OLS slope of those slopes on log(compute) (the
+    "slope of slopes": how much more a doubling of G is worth per e-fold of compute); then a
+    one-sample t interval over seeds. IsoCompute predicts a positive slope of slopes.
+    Verdict: ``"supported"`` when the interval lies above 0, ``"contradicted"`` below 0,
+    ``"inconclusive"`` otherwise.
+    """
+    computes = sorted(c for c in by_checkpoint if c > 0)
+    if len(computes) < 3:
+        raise ValueError("the crossing test needs at least three checkpoints with compute > 0")
+    trends = {c: trend_in_log2_G(by_checkpoint[c], confidence) for c in computes}
+    seeds = sorted(set.intersection(*(set(t["seeds"]) for t in trends.values())))
+    lc = np.log(np.asarray(computes, dtype=float))
+    lc = lc - lc.mean()
+    per_seed = []
+    for s in seeds:
+        y = [trends[c]["per_seed_slopes"][trends[c]["seeds"].index(s)] for c in computes]
+        per_seed.append(float(np.dot(lc, y) / np.dot(lc, lc)))
+    ci = t_interval(per_seed, confidence)
+    verdict = ("inconclusive" if ci["low"] is None else "supported" if ci["low"] > 0
+               else "contradicted" if ci["high"] < 0 else "inconclusive")
+    return {"test": "per seed: slope on log(compute) of the per-checkpoint slope on log2 G; "
+                    "one-sample t over seeds",
+            "slope_of_slopes": ci["mean"], "low": ci["low"], "high": ci["high"],
+            "p_value": _p_value(ci), "per_seed": per_seed, "seeds": seeds,
+            "computes": computes, "verdict": verdict,
+            "slope_by_checkpoint": {c: trends[c]["slope_per_doubling"] for c in computes},
+            "slope_by_checkpoint_low": {c: trends[c]["low"] for c in computes},
+            "slope_by_checkpoint_high": {c: trends[c]["high"] for c in computes}}
+
+
+def best_G_with_ties(by_G_and_seed: Mapping[int, Mapping[int, float]],
+                     alpha: float = 0.05) -> dict:
+    """The G with the highest mean metric and the Gs tied with it: those whose paired
+    contrast with the best is not detected after Holm over the family of contrasts with it."""
+    means = {G: float(np.mean(list(v.values()))) for G, v in by_G_and_seed.items()}
+    best = max(means, key=means.get)
+    others = [G for G in sorted(means) if G != best]
+    rows = pairwise_contrasts(by_G_and_seed, [(best, G) for G in others], alpha=alpha,
+                              confidence=1 - alpha)
+    tied = sorted([best] + [r["b"] for r in rows if not r["differs"]])
+    return {"best": best, "tied": tied, "means": means, "contrasts": rows}
+
+
+def prompt_bootstrap_trend(per_prompt: Mapping[int, Mapping[int, Sequence[float]]],
+                           n_boot: int = 2000, confidence: float = 0.95,
+                           seed: int = 0) -> dict:
+    """A two-way bootstrap of the trend in log₂ G: seeds and held-out prompts resampled.
+
+    ``per_prompt[G][seed]`` is one run's per-prompt metric (e.g. successes / samples), the
+    same prompts in the same order in every run. Each draw resamples seeds and prompts with
+    replacement (the same prompts for every run, so runs stay paired), recomputes each seed's
+    slope of the prompt mean on log₂ G and averages them. The seed t interval is conditional
+    on this evaluation set; this one also covers which prompts were drawn for it.
+    """
+    Gs = sorted(per_prompt)
+    seeds = sorted(set.intersection(*(set(per_prompt[G]) for G in Gs)))
+    if len(Gs) < 2 or not seeds:
+        raise ValueError("the bootstrap needs at least two G values and a seed that ran them")
+    Y = np.asarray([[np.asarray(per_prompt[G][s], dtype=float) for G in Gs] for s in seeds])
+    if Y.ndim != 3 or not np.isfinite(Y).all():
+        raise ValueError("per_prompt must hold equally long finite per-prompt scores")
+    S, _, P = Y.shape
+    x = np.log2(np.asarray(Gs, dtype=float))
+    xc = (x - x.mean()) / np.dot(x - x.mean(), x - x.mean())
+    rng = np.random.default_rng(seed)
+    draws = np.empty(n_boot)
+    for b in range(n_boot):
+        ss = rng.integers(0, S, S)
+        pp = rng.integers(0, P, P)
+        means = Y[ss][:, :, pp].mean(axis=2)  # (seeds, G)
+        draws[b] = float((means @ xc).mean())
+    lo, hi = np.quantile(draws, [(1 - confidence) / 2, (1 + confidence) / 2])
+    point = float((Y.mean(axis=2) @ xc).mean())
+    return {"test": "two-way bootstrap (seeds and prompts) of the mean per-seed slope",
+            "slope_per_doubling": point, "low": float(lo), "high": float(hi),
+            "n_boot": n_boot, "prompts": P, "seeds": seeds}
+
+
+#: The declared margin of the G* test (pass@1 units): a predicted G whose measured metric is
+#: within this of the best measured G's counts as "as good as the best". One percentage point
+#: is about the seed-to-seed spread of the labs' final pass@1 (labs/README.md).
+GSTAR_MARGIN = 0.01
+
+
+def gstar_verdict(by_G_and_seed: Mapping[int, Mapping[int, float]], g_pred: float,
+                  g_range: tuple[float, float] | None, margin: float = GSTAR_MARGIN,
+                  confidence: float = 0.95) -> dict:
+    """The declared test of a predicted G*, written before the runs (issue 24, item 4).
+
+    The prediction is the grid G nearest to ``g_pred`` in log₂. Regret per seed: the metric
+    of the best measured G (by mean) minus that of the predicted G; its t interval over
+    seeds. Verdict:
+
+    - ``"inconclusive"`` when ``g_range`` (the prediction's uncertainty) spans every G of the
+      grid: a prediction that allows every outcome cannot agree with one;
+    - ``"fails"`` when the regret's interval lies above ``margin``;
+    - ``"agrees"`` when it lies below ``margin`` *and* the shape the prediction implies is
+      there: for an interior predicted G, a concave curve in log₂ G
+      (:func:`curvature_in_log2_G`); for a predicted G at an end of the grid, a trend
+      toward that end (:func:`trend_in_log2_G`);
+    - ``"inconclusive"`` otherwise.
+    """
+    Gs = sorted(by_G_and_seed)
+    if g_pred is None or not math.isfinite(g_pred) or g_pred <= 0:
+        raise ValueError(f"g_pred must be a positive number, got {g_pred!r}")
+    predicted = min(Gs, key=lambda G: abs(math.log2(G) - math.log2(g_pred)))
+    best = best_G_with_ties(by_G_and_seed)
+    b = best["best"]
+    seeds = sorted(set(by_G_and_seed[b]) & set(by_G_and_seed[predicted]))
+    regret = t_interval([by_G_and_seed[b][s] - by_G_and_seed[predicted][s] for s in seeds],
+                        confidence)
+    curv = curvature_in_log2_G(by_G_and_seed, confidence) if len(Gs) >= 3 else None
+    trend = trend_in_log2_G(by_G_and_seed, confidence)
+    spans = g_range is not None and g_range[0] <= Gs[0] and g_range[1] >= Gs[-1]
+    if predicted == Gs[0]:
+        shape = trend["high"] is not None and trend["high"] < 0
+    elif predicted == Gs[-1]:
+        shape = trend["low"] is not None and trend["low"] > 0
+    else:
+        shape = bool(curv and curv["concave"])
+    if spans:
+        verdict, why = "inconclusive", "the predicted range spans every G of the grid"
+    elif regret["low"] is not None and regret["low"] > margin:
+        verdict, why = "fails", f"the best measured G beats the predicted one by more than {margin}"
+    elif regret["high"] is not None and regret["high"] <= margin and shape:
+        verdict, why = "agrees", "as good as the best measured G, with the predicted shape"
+    else:
+        verdict, why = "inconclusive", ("regret within the margin but the predicted shape is "
+                                        "not detected" if regret["high"] is not None
+                                        and regret["high"] <= margin else
+                                        "the regret's interval straddles the margin")
+    return {"test": "regret of the predicted G vs the best measured G (t over seeds), and the "
+                    "shape the prediction implies", "g_pred": g_pred, "g_range": g_range,
+            "predicted_G": predicted, "best": best, "regret": regret, "margin": margin,
+            "curvature": curv, "trend": trend, "shape_detected": shape, "verdict": verdict,
+            "why": why}

@@ -6,6 +6,7 @@ so arms of a lab that differ in the reward compare rewards, not prompt sets:
 - :class:`NoisyReward` flips a binary reward with probability q (an imperfect reward model);
 - :class:`PartialCreditReward` gives partial credit
   (:func:`grpolab.tasks.arithmetic.partial_credit`);
+- :class:`NarrowReward` squeezes partial credit into [0.9, 1];
 - :class:`LengthBiasedReward` adds a bonus for long (or short) completions (a biased reward
   model);
 - :func:`with_reward` builds the one a lab names.
@@ -21,10 +22,11 @@ from grpolab._validate import as_probability
 from grpolab.tasks.arithmetic import partial_credit
 from grpolab.tasks.base import Prompt, Task
 
-__all__ = ["NoisyReward", "PartialCreditReward", "LengthBiasedReward", "REWARDS", "with_reward"]
+__all__ = ["NoisyReward", "PartialCreditReward", "NarrowReward", "LengthBiasedReward", "REWARDS",
+           "with_reward"]
 
 #: The rewards a lab can ask for (:func:`with_reward`).
-REWARDS = ("task", "partial", "noisy", "length_long", "length_short")
+REWARDS = ("task", "partial", "narrow", "noisy", "length_long", "length_short")
 
 
 class NoisyReward(Task):
@@ -67,6 +69,26 @@ class PartialCreditReward(Task):
         return self.base.correct(prompt, completion)
 
 
+class NarrowReward(Task):
+    """Partial credit squeezed into [0.9, 1]: 0.9 + 0.1 × :func:`partial_credit`. Every
+    reward of a group is close to every other, the case the card warns about ("std
+    normalisation amplifies tiny differences"): dividing by the group's std undoes the
+    squeeze exactly (an affine map of the rewards leaves (r − r̄)/s unchanged, up to ε),
+    while a mean-only advantage stays ten times smaller."""
+
+    LOW, WIDTH = 0.9, 0.1
+
+    def __init__(self, base: Task):
+        self.base, self.name = base, f"{base.name}_narrow"
+        self.train_prompts, self.eval_prompts = base.train_prompts, base.eval_prompts
+
+    def reward(self, prompt: Prompt, completion: str) -> float:
+        return self.LOW + self.WIDTH * partial_credit(prompt, completion)
+
+    def correct(self, prompt: Prompt, completion: str) -> bool:
+        return self.base.correct(prompt, completion)
+
+
 class LengthBiasedReward(Task):
     """A biased reward model: the task's reward plus ``weight`` × a length score.
 
@@ -104,6 +126,8 @@ def with_reward(base: Task, reward: str, *, noise_q: float = 0.0, noise_seed: in
         raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
     if reward == "partial":
         return PartialCreditReward(base)
+    if reward == "narrow":
+        return NarrowReward(base)
     if reward == "noisy":
         return NoisyReward(base, q=noise_q, seed=noise_seed)
     if reward in ("length_long", "length_short"):

@@ -36,7 +36,7 @@ from grpolab import theory
 from grpolab.advantages import group_advantages
 from grpolab.grpo.config import GRPOConfig
 from grpolab.grpo.rollout import sample
-from grpolab.labs.common import COMPLETIONS_PER_STEP
+from grpolab.labs.common import COMPLETIONS_PER_STEP, HARD_LEVELS, HARD_OVERRIDES
 from grpolab.labs.remedies import strategies
 from grpolab.labs.remedies.remedy import Remedy, lab_config
 from grpolab.labs.remedies.report import aggregate_item
@@ -151,7 +151,8 @@ def task_kwargs_of(task) -> dict:
                 n_train=len(base.train_prompts), n_eval=len(base.eval_prompts), seed=base.seed)
 
 
-_HARD = {"train_difficulties": [3]}
+#: The regime that is hard by its census: 2-digit sums from the weaker warm start.
+_HARD = {"train_difficulties": list(HARD_LEVELS), **HARD_OVERRIDES}
 
 
 def _fixed_budget(G: int) -> dict:
@@ -164,7 +165,8 @@ ITEMS: dict[str, LabItem] = {
         "dynamic-sampling", "Dynamic sampling (DAPO) at a fixed completion budget",
         arms={"baseline": {}, "dynamic": {"source": "dynamic_sampling"},
               "hard-baseline": dict(_HARD),
-              "hard-dynamic": {**_HARD, "source": "dynamic_sampling"}}),
+              "hard-dynamic": {**_HARD, "source": "dynamic_sampling"},
+              "hard-dynamic-carry": {**_HARD, "source": "dynamic_sampling_carry"}}),
     "difficulty": LabItem(
         "difficulty", "Difficulty band filter and curriculum at a fixed budget",
         arms={"uniform": {}, "band": {"source": "band"}, "curriculum": {"source": "curriculum"}}),
@@ -189,6 +191,8 @@ ITEMS: dict[str, LabItem] = {
               "binary-loo": {"advantage_baseline": "leave_one_out"},
               "binary-ddof0": {"advantage_ddof": 0},
               "partial-std": {"reward": "partial"},
+              "narrow-std": {"reward": "narrow"},
+              "narrow-mean-only": {"reward": "narrow", "scale_rewards": "none"},
               **{f"noisy-G{G}": {"reward": "noisy", "noise_q": 0.2, **_fixed_budget(G)}
                  for G in (4, 8, 32)}},
         seeds=[0, 1, 2, 3, 4]),

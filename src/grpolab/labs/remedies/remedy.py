@@ -21,11 +21,12 @@ SOURCE_NAMES = ("none", "dynamic_sampling", "dynamic_sampling_carry", "band", "c
                 "adaptive_g_card", "adaptive_g_signal", "allocate")
 
 #: The config every remedy lab starts from (a lab item's arms override it): mixed difficulty,
-#: G = 8 × 8 prompts, a fixed budget of 80 steps of 64 completions.
+#: G = 8 × 8 prompts, a fixed budget of 80 steps of 64 completions, pass@1 from 8 samples per
+#: held-out prompt (the labs' primary metric).
 REMEDY_BASE: GRPOConfig = apply_overrides(
     TINY_BASE, train_difficulties=[1, 2, 3], max_eval_prompts=200, num_generations=8,
     prompts_per_step=COMPLETIONS_PER_STEP // 8, completion_budget=80 * COMPLETIONS_PER_STEP,
-    learning_rate=3e-5, eval_samples=2, census_samples=32, census_seed=CENSUS_SEED)
+    learning_rate=3e-5, eval_samples=8, census_samples=64, census_seed=CENSUS_SEED)
 
 
 @dataclass
@@ -36,7 +37,7 @@ class Remedy:
     """how batches are chosen: none, dynamic_sampling, dynamic_sampling_carry, band,
     curriculum, adaptive_g_card, adaptive_g_signal, allocate"""
     reward: str = "task"
-    """task, partial, noisy, length_long or length_short"""
+    """task, partial, narrow, noisy, length_long or length_short"""
     noise_q: float = 0.0
     """flip probability of the noisy reward"""
     length_weight: float = 0.5

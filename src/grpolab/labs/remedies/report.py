@@ -17,7 +17,12 @@ import numpy as np
 from grpolab import theory
 from grpolab.labs.remedies import strategies
 
+#: The remedy labs' primary metric: held-out pass@1 estimated from ``eval_samples`` samples
+#: per prompt, the same metric as the G sweep's (greedy accuracy is reported beside it).
+PRIMARY_METRIC = "final_sampled_accuracy"
+
 __all__ = ["aggregate_item", "dynamic_sampling_theory", "SIDE_METRIC", "plot_item",
+           "PRIMARY_METRIC",
            "results_root", "load_results", "arm_table", "compare", "compare_family", "publish",
            "reproduce_command", "display_item", "table_html", "show_table"]
 
@@ -40,6 +45,7 @@ def aggregate_item(out: str | os.PathLike) -> dict:
     meta = read_json(os.path.join(out, "item.json"), "a remedy item record (grpolab remedies)",
                      keys=("item", "arms", "seeds"))
     metrics = ("final_accuracy", "initial_accuracy", "final_sampled_accuracy",
+               "initial_sampled_accuracy",
                "informative_per_1k_completions", "informative_groups_used", "groups_used",
                "completions", "cap_hits", "final_completion_length",
                "initial_completion_length", "final_kl", "final_kl_to_warm_start", "steps",
@@ -65,21 +71,21 @@ def aggregate_item(out: str | os.PathLike) -> dict:
             if not any(r.get("step") == summ["steps"] for r in evals):
                 raise CorruptFileError(os.path.join(d, "log.jsonl"), "lacks the final evaluation "
                                        f"of step {summ['steps']} (the log was cut short)", remedy)
-            curve = [(r["completions"], r["eval_greedy_accuracy"]) for r in evals]
             initial_by_difficulty = evals[0]["eval_greedy_accuracy_by_difficulty"]
-            curves.append({"seed": s, "completions": [c for c, _ in curve],
-                           "accuracy": [a for _, a in curve]})
+            curves.append({"seed": s, "completions": [r["completions"] for r in evals],
+                           "accuracy": [r["eval_sampled_accuracy"] for r in evals],
+                           "greedy": [r["eval_greedy_accuracy"] for r in evals]})
         if not sums:
             continue
         arms[arm] = {m: _mean_sd([x.get(m) for x in sums]) for m in metrics}
         arms[arm]["curves"] = curves
-        # learning speed per completion: accuracy at the first evaluation after the start,
-        # and the mean accuracy over the evaluations after the start (area under the curve)
+        # learning speed per completion (pass@1): at the first evaluation after the start,
+        # and the mean over the evaluations after the start (area under the curve)
         arms[arm]["early_accuracy"] = _mean_sd([c["accuracy"][1] for c in curves
                                                 if len(c["accuracy"]) > 1])
         arms[arm]["accuracy_auc"] = _mean_sd([float(np.mean(c["accuracy"][1:])) for c in curves
                                               if len(c["accuracy"]) > 1])
-        gain = [x["final_accuracy"] - x["initial_accuracy"] for x in sums]
+        gain = [x["final_sampled_accuracy"] - x["initial_sampled_accuracy"] for x in sums]
         arms[arm]["accuracy_gain"] = _mean_sd(gain)
         bydiff: dict[str, list[float]] = {}
         for x in sums:
@@ -215,10 +221,10 @@ def plot_item(out: str | os.PathLike) -> list[str]:
         ax.plot(x, y.mean(0), color=cmap(k), label=a)
         ax.fill_between(x, y.min(0), y.max(0), color=cmap(k), alpha=0.15)
     ax.set_xlabel("completions generated")
-    ax.set_ylabel("held-out greedy accuracy")
+    ax.set_ylabel("held-out pass@1 (sampled)")
     ax.set_title("accuracy vs completions (band: min–max over seeds)")
     ax.legend(fontsize=7)
-    for j, (metric, label) in enumerate([("final_accuracy", "final held-out accuracy"),
+    for j, (metric, label) in enumerate([(PRIMARY_METRIC, "final held-out pass@1"),
                                          SIDE_METRIC.get(res["item"],
                                                          ("final_kl", "final KL"))]):
         ax = axes[j + 1]
@@ -230,9 +236,9 @@ def plot_item(out: str | os.PathLike) -> list[str]:
             ax.scatter([k] * len(st.get("values", [])), st.get("values", []), color="k", s=10)
         ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=7)
         ax.set_ylabel(label)
-        if metric == "final_accuracy":  # each arm's own warm-start accuracy, as a tick
+        if metric == PRIMARY_METRIC:  # each arm's own warm-start pass@1, as a tick
             for k, a in enumerate(names):
-                init = arms[a]["initial_accuracy"]["mean"]
+                init = arms[a]["initial_sampled_accuracy"]["mean"]
                 if init is not None:
                     ax.hlines(init, k - 0.4, k + 0.4, color="gray", ls="--",
                               label="warm start" if k == 0 else None)
@@ -304,7 +310,7 @@ def _fmt(st: dict | None, digits: int = 3) -> str:
 
 def arm_table(results: dict, metrics: dict[str, str] | None = None, digits: int = 3) -> str:
     """A Markdown table: one row per arm, mean ± sd over seeds of each metric."""
-    metrics = metrics or {"final_accuracy": "final accuracy",
+    metrics = metrics or {PRIMARY_METRIC: "final pass@1",
                           "accuracy_gain": "gain over warm start",
                           "informative_per_1k_completions": "informative groups / 1k"}
     head = "| arm | seeds | " + " | ".join(metrics.values()) + " |"
@@ -327,7 +333,7 @@ def _by_seed(results: dict, arm: str, metric: str) -> dict[int, float]:
     return dict(zip(seeds, values, strict=True))
 
 
-def compare(results: dict, a: str, b: str, metric: str = "final_accuracy") -> dict:
+def compare(results: dict, a: str, b: str, metric: str = PRIMARY_METRIC) -> dict:
     """The difference of arms a − b on ``metric`` with its 95% t interval: paired by seed
     when both arms ran the same seeds (they share prompt orders), Welch's otherwise.
     One contrast, uncorrected; use :func:`compare_family` for a family of contrasts."""
@@ -343,7 +349,7 @@ def compare(results: dict, a: str, b: str, metric: str = "final_accuracy") -> di
 
 
 def compare_family(results: dict, pairs: list[tuple[str, str]],
-                   metric: str = "final_accuracy", alpha: float = 0.05) -> list[dict]:
+                   metric: str = PRIMARY_METRIC, alpha: float = 0.05) -> list[dict]:
     """:func:`compare` for every pair, with Holm-adjusted p-values over the family; a
     contrast ``differs`` only when its adjusted p < ``alpha``."""
     from grpolab.labs.stats import holm

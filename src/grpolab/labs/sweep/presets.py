@@ -181,17 +181,24 @@ COMPUTE_EVALS = [COMPLETIONS_PER_STEP * 2 ** k for k in range(2, 10)]
 PRESETS: dict[str, SweepPreset] = {
     "cpu-quick": SweepPreset(
         name="cpu-quick",
-        description="5 G values x 2 seeds x 100 steps, fixed budget of 64 completions per "
-                    "step, one regime; minutes on 2 CPU cores including the warm start.",
-        config=TINY_BASE,
+        description="The README's main job: 5 G values x 3 seeds x 100 steps in two regimes "
+                    "(mixed at a fixed budget of 64 completions per step; 3-digit sums at 4 "
+                    "prompts per step), sampled pass@1 from 8 samples per held-out prompt; "
+                    "under 10 minutes on 2 CPU cores including the warm start.",
+        config=apply_overrides(TINY_BASE, eval_samples=8, eval_every=25 * COMPLETIONS_PER_STEP,
+                               census_samples=64),
+        seeds=[0, 1, 2],
+        regimes=[Regime("mixed", [1, 2, 3]),
+                 Regime("3-digit-fixed-prompts", [3], mode="prompts", prompts_per_step=4)],
     ),
     "cpu-full": SweepPreset(
         name="cpu-full",
         description="The reference sweep: 5 G values x 5 seeds x 100 steps in three regimes "
-                    "(mixed and hard at a fixed budget of 64 completions per step; hard at 4 "
-                    "prompts per step), sampled pass@1 from 8 samples per held-out prompt; "
-                    "about half an hour on 2 CPU cores.",
-        config=apply_overrides(TINY_BASE, eval_samples=8, eval_every=25 * COMPLETIONS_PER_STEP),
+                    "(mixed and 3-digit sums at a fixed budget of 64 completions per step; "
+                    "3-digit sums at 4 prompts per step), sampled pass@1 from 8 samples per "
+                    "held-out prompt; about half an hour on 2 CPU cores.",
+        config=apply_overrides(TINY_BASE, eval_samples=8, eval_every=25 * COMPLETIONS_PER_STEP,
+                               census_samples=64),
         seeds=[0, 1, 2, 3, 4],
         regimes=[Regime("mixed", [1, 2, 3]), Regime("3-digit", [3]),
                  Regime("3-digit-fixed-prompts", [3], mode="prompts", prompts_per_step=4)],

@@ -8,6 +8,8 @@ Layout of ``out/``::
     gradient_noise.json            gradient noise vs G at the warm start
     runs/<regime>/G<G>-seed<s>/    log.jsonl + summary.json of one run
     summary.json                   every run's summary + aggregates + verdicts
+    compute_axis.json              pass@k at every checkpoint, the crossing, best G, G*
+                                   (grpolab.labs.sweep.compute_axis)
     curves.csv                     the evaluation curves of every run (small)
     steps.csv                      every 5th step of every run: reward, zero-variance groups...
     plots/*.png, plots/*.svg
@@ -369,6 +371,9 @@ def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bo
         summary = aggregate(out, preset)
         summary["seconds_this_invocation"] = time.time() - start
         write_json_atomic(os.path.join(out, "summary.json"), summary)
+        from grpolab.labs.sweep.compute_axis import compute_axis
+
+        compute_axis(out, preset)
         if plots:
             from grpolab.labs.sweep.report import plot_sweep
 

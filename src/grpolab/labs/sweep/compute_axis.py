@@ -1,0 +1,220 @@
+"""The compute axis of a G sweep: pass@k at every checkpoint, the crossing test, the best G
+per budget, sharpening against coverage, and a G* prediction that can fail.
+
+It reads the finished runs of a sweep (``runs/<regime>/G<G>-seed<s>/log.jsonl``: every
+evaluation row holds each held-out prompt's successes out of ``eval_samples`` and its greedy
+0/1) and writes one small file, ``compute_axis.json``, that the book reads. The tests are
+the ones declared in :mod:`grpolab.labs.stats` before the runs:
+
+- **primary metric:** held-out pass@1, the unbiased estimate from ``eval_samples`` samples
+  per prompt (the G sweep's primary metric too);
+- **the crossing** (IsoCompute, arXiv 2603.12151): :func:`~grpolab.labs.stats.crossing_test`;
+- **the best G at each budget** with the Gs tied with it after Holm:
+  :func:`~grpolab.labs.stats.best_G_with_ties`;
+- **sharpening vs coverage** (Yue et al., arXiv 2504.13837): per G, the change of pass@k from
+  the warm start to the last checkpoint at every k, with t intervals over seeds; coverage
+  narrows where pass@k at the largest k falls below the warm start's;
+- **G*:** the exact noise model fitted on the gradient noise measured at the warm start with
+  the same estimator the runs use (:func:`grpolab.advise.fit_noise_constants`), its optimum
+  1 + √(c₃/c₁), a bootstrap range over gradient batches, and
+  :func:`~grpolab.labs.stats.gstar_verdict` at the last checkpoint;
+- **G* along the compute axis:** the exact toy model's G* (:mod:`grpolab.toy`) on the
+  held-out pass rates measured at each checkpoint, next to the measured best G.
+
+Derived in: book/labs/05-compute-axis.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+
+from grpolab import theory
+from grpolab.grpo.records import finished_run, read_json, write_json_atomic
+from grpolab.labs import stats
+
+__all__ = ["compute_axis", "pass_at_k_curve", "difficulty_bins", "K_VALUES", "BIN_EDGES",
+           "noise_g_star"]
+
+#: The k of pass@k: powers of two up to the samples per held-out prompt.
+K_VALUES = (1, 2, 4, 8, 16, 32, 64)
+#: Difficulty bins of the held-out prompts by their warm-start pass rate p₀ (pooled over
+#: every run's first evaluation): never solved, (0, 0.1], (0.1, 0.5], (0.5, 1].
+BIN_EDGES = (0.0, 0.1, 0.5, 1.0)
+BIN_NAMES = ("p0 = 0", "0 < p0 <= 0.1", "0.1 < p0 <= 0.5", "p0 > 0.5")
+
+
+def pass_at_k_curve(successes, samples: int, ks=K_VALUES) -> dict[int, float]:
+    """Mean over prompts of the unbiased pass@k (:func:`grpolab.theory.pass_at_k`)."""
+    c = np.asarray(successes, dtype=int)
+    return {int(k): float(np.mean(theory.pass_at_k(samples, c, k))) for k in ks if k <= samples}
+
+
+def difficulty_bins(p0: np.ndarray) -> np.ndarray:
+    """Bin index of each prompt's warm-start pass rate (:data:`BIN_NAMES`)."""
+    p0 = np.asarray(p0, dtype=float)
+    return np.where(p0 == 0, 0, np.where(p0 <= 0.1, 1, np.where(p0 <= 0.5, 2, 3)))
+
+
+def _evals(log: list[dict]) -> list[dict]:
+    return [r for r in log if "eval_sampled_successes" in r]
+
+
+def _runs(out: str, preset, regime) -> dict[tuple[int, int], list[dict]]:
+    """(G, seed) → the evaluation rows of each finished run of ``regime``."""
+    found = {}
+    for G in preset.group_sizes:
+        for seed in preset.seeds:
+            run_dir = os.path.join(out, "runs", regime.name, f"G{G}-seed{seed}")
+            s = finished_run(run_dir, preset.run_config(regime, G, seed), check_log=True)
+            if s is not None:
+                found[(G, seed)] = _evals(s["_log"])
+    return found
+
+
+def noise_g_star(rows: list[dict], *, n_boot: int = 500, seed: int = 0) -> dict:
+    """The exact model's G* fitted on gradient-noise rows, with a bootstrap range over the
+    batches of every row (their Gram matrices), and the fit's notes."""
+    from grpolab.advise import fit_noise_constants
+    from grpolab.grpo.measure import noise_from_gram
+
+    fit = fit_noise_constants(rows, "gradient noise")
+    out = {"c1": fit.c1, "c2": fit.c2, "c3": fit.c3, "signal": fit.signal,
+           "g_star": fit.g_star, "notes": list(fit.notes),
+           "max_rel_residual": fit.max_rel_residual}
+    grams = [np.asarray(r["gram"]) for r in rows if r.get("gram") is not None]
+    if len(grams) != len(rows):
+        out["range"] = None
+        return out
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(n_boot):
+        boot = []
+        for r, K in zip(rows, grams, strict=True):
+            idx = rng.integers(0, K.shape[0], K.shape[0])
+            st = noise_from_gram(K[np.ix_(idx, idx)])
+            boot.append({**r, "trace_variance": st["trace_variance"],
+                         "mean_gradient_norm_sq": st["mean_gradient_norm_sq"]})
+        try:
+            draws.append(fit_noise_constants(boot, "bootstrap").g_star)
+        except ValueError:  # a draw the fit refuses (e.g. no variance): skip it
+            continue
+    if draws:
+        lo, hi = np.quantile(draws, [0.025, 0.975])
+        out["range"] = (float(lo), float(hi))
+        out["bootstrap_draws"] = len(draws)
+    else:
+        out["range"] = None
+    return out
+
+
+def _toy_g_star(successes: np.ndarray, samples: int) -> float | None:
+    """The exact toy model's G* for prompts with these measured pass rates (grpolab.toy)."""
+    from grpolab import toy
+
+    fit = toy.predicted_optimal_group_size(toy.empirical_dataset(successes, samples),
+                                           toy.ToyConfig())
+    g = fit.get("g_star") if isinstance(fit, dict) else getattr(fit, "g_star", None)
+    return float(g) if g is not None and math.isfinite(g) else None
+
+
+def compute_axis(out: str, preset, *, write: bool = True) -> dict:
+    """The compute-axis results of the sweep in ``out`` (see the module docstring)."""
+    out = os.fspath(out)
+    noise_path = os.path.join(out, "gradient_noise.json")
+    noise = read_json(noise_path, "gradient-noise measurements") if os.path.isfile(noise_path) \
+        else {}
+    result = {"preset": preset.name, "primary_metric": "pass@1 (unbiased, held out)",
+              "k": list(K_VALUES), "bins": list(BIN_NAMES), "regimes": {}}
+    for regime in preset.regimes:
+        runs = _runs(out, preset, regime)
+        if not runs:
+            continue
+        n = preset.run_config(regime, preset.group_sizes[0], preset.seeds[0]).eval_samples
+        ks = [k for k in K_VALUES if k <= n]
+        # the warm start's per-prompt pass rate, pooled over every run's first evaluation
+        first = np.array([ev[0]["eval_sampled_successes"] for ev in runs.values()])
+        p0 = first.sum(0) / (first.shape[0] * n)
+        bins = difficulty_bins(p0)
+        curves: dict = {}
+        by_ckpt: dict[int, dict[int, dict[int, float]]] = {}
+        per_prompt_final: dict[int, dict[int, list[float]]] = {}
+        for (G, seed), evals in sorted(runs.items()):
+            rows = []
+            for ev in evals:
+                c = np.asarray(ev["eval_sampled_successes"])
+                row = {"completions": ev["completions"], "step": ev["step"],
+                       "pass_at_k": pass_at_k_curve(c, n, ks),
+                       "greedy": ev["eval_greedy_accuracy"],
+                       "pass_at_k_by_bin": {BIN_NAMES[b]: pass_at_k_curve(c[bins == b], n, ks)
+                                            for b in range(len(BIN_NAMES)) if (bins == b).any()}}
+                rows.append(row)
+                by_ckpt.setdefault(ev["completions"], {}).setdefault(G, {})[seed] = \
+                    row["pass_at_k"][1]
+            curves.setdefault(str(G), {})[str(seed)] = rows
+            per_prompt_final.setdefault(G, {})[seed] = (
+                np.asarray(evals[-1]["eval_sampled_successes"]) / n).tolist()
+        ckpts = sorted(by_ckpt)
+        complete = [c for c in ckpts
+                    if all(len(by_ckpt[c].get(G, {})) == len(preset.seeds)
+                           for G in preset.group_sizes)]
+        reg: dict = {"checkpoints": complete, "samples_per_prompt": n, "k": ks,
+                     "prompts": int(p0.size),
+                     "prompts_per_bin": {BIN_NAMES[b]: int((bins == b).sum())
+                                         for b in range(len(BIN_NAMES))},
+                     "warm_start_pass_rate_mean": float(p0.mean()), "curves": curves}
+        if len(preset.group_sizes) >= 2 and len(complete) >= 2:
+            final = complete[-1]
+            reg["final_trend"] = stats.g_verdict(by_ckpt[final], "pass@1")
+            reg["final_trend_prompt_bootstrap"] = stats.prompt_bootstrap_trend(per_prompt_final)
+            reg["best_G"] = {str(c): stats.best_G_with_ties(by_ckpt[c]) for c in complete
+                             if c > 0}
+            if len([c for c in complete if c > 0]) >= 3:
+                reg["crossing"] = stats.crossing_test({c: by_ckpt[c] for c in complete})
+            reg["pass_at_k_change"] = _pass_at_k_change(curves, preset, ks)
+            if len(preset.group_sizes) >= 3:
+                reg["curvature_final"] = stats.curvature_in_log2_G(by_ckpt[final])
+        rows = noise.get(regime.name)
+        if rows and len({r["G"] for r in rows}) >= 3:
+            try:
+                g = noise_g_star(rows)
+            except ValueError as exc:
+                g = {"error": str(exc)}
+            reg["g_star"] = g
+            if "g_star" in g and complete and len(preset.group_sizes) >= 3:
+                reg["g_star"]["verdict"] = stats.gstar_verdict(
+                    by_ckpt[complete[-1]], g["g_star"], g.get("range"))
+        reg["toy_g_star_by_checkpoint"] = {}
+        for c in complete:
+            pooled = [ev["eval_sampled_successes"] for evals in runs.values() for ev in evals
+                      if ev["completions"] == c]
+            k_sum = np.asarray(pooled).sum(0)
+            reg["toy_g_star_by_checkpoint"][str(c)] = _toy_g_star(k_sum, len(pooled) * n)
+        result["regimes"][regime.name] = reg
+    result = json.loads(json.dumps(result))  # keys as the file has them (strings)
+    if write:
+        write_json_atomic(os.path.join(out, "compute_axis.json"), result)
+    return result
+
+
+def _pass_at_k_change(curves: dict, preset, ks) -> dict:
+    """Per G and k: last checkpoint minus warm start, t interval over seeds; and whether
+    coverage (pass@k at the largest k) fell below the warm start's."""
+    out = {}
+    for G in preset.group_sizes:
+        seeds = curves.get(str(G), {})
+        if len(seeds) < 2:
+            continue
+        per_k = {}
+        for k in ks:
+            d = [rows[-1]["pass_at_k"][k] - rows[0]["pass_at_k"][k] for rows in seeds.values()]
+            per_k[str(k)] = stats.t_interval(d)
+        kmax = str(ks[-1])
+        per_k["coverage_narrowed"] = (per_k[kmax]["high"] is not None
+                                      and per_k[kmax]["high"] < 0)
+        per_k["sharpened"] = per_k["1"]["low"] is not None and per_k["1"]["low"] > 0
+        out[str(G)] = per_k
+    return out
