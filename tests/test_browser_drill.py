@@ -3,8 +3,9 @@
 - The exercises page's answer boxes check answers in the page (no kernel, no network): a
   right and a wrong answer each get the verdict and the message of the Python checker, and
   the page's checker data equals the registry's.
-- The one-page sheet prints (Playwright's ``page.pdf``, print media) to at most two A4 pages,
-  and ``pdftotext`` finds its formulas, recipes and wrong answers.
+- The one-page sheet prints (Playwright's ``page.pdf``, print media) to one page on A4 and on
+  Letter, with room for about 35 formulas, and ``pdftotext`` finds its formulas, recipes and
+  wrong answers.
 
 Uses Debian's chromium (``which chromium``) through Playwright's Python client, and
 poppler-utils' ``pdftotext``/``pdfinfo``. Skipped only when a tool is missing and CI is not
@@ -115,18 +116,42 @@ def _shown(atoms: list[str], text: str) -> bool:
     return False
 
 
-def test_one_page_sheet_prints_to_at_most_two_pages_with_its_formulas(offline_page, tmp_path):
+def _pdf_pages(page, path, paper: str) -> int:
+    page.pdf(path=str(path), format=paper)
+    info = subprocess.run([_need("pdfinfo"), str(path)], capture_output=True, text=True,
+                          check=True).stdout
+    return int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
+
+
+@pytest.mark.parametrize("paper", ["A4", "Letter"])
+def test_one_page_sheet_prints_on_one_page_with_room_to_grow(offline_page, tmp_path, paper):
+    """One page on A4 and on Letter, and still one page with about 35 formulas (the rows
+    cloned in the page: the registry is growing); a sheet twice as long again spills over,
+    so the page count can tell."""
+    tab = offline_page("interview/04-one-page-sheet")
+    page = tab.page
+    assert _pdf_pages(page, tmp_path / "sheet.pdf", paper) == 1
+    rows = page.locator("section#formulas tbody tr").count()
+    grow = "n => { const b = document.querySelector('section#formulas tbody'); " \
+           "const rows = [...b.children]; for (let i = 0; i < n; i++) " \
+           "b.appendChild(rows[i % rows.length].cloneNode(true)); }"
+    page.evaluate(grow, max(0, 35 - rows))
+    assert page.locator("section#formulas tbody tr").count() >= 35
+    assert _pdf_pages(page, tmp_path / "sheet35.pdf", paper) == 1, "no room for 35 formulas"
+    page.evaluate(grow, 40)
+    assert _pdf_pages(page, tmp_path / "sheet75.pdf", paper) > 1, "the page count cannot fail"
+    tab.assert_clean()
+
+
+def test_one_page_sheet_prints_with_its_formulas(offline_page, tmp_path):
     import random
 
-    pdftotext, pdfinfo = _need("pdftotext"), _need("pdfinfo")
+    pdftotext = _need("pdftotext")
     tab = offline_page("interview/04-one-page-sheet")
     tab.assert_clean()
     page = tab.page
     pdf = tmp_path / "sheet.pdf"
-    page.pdf(path=str(pdf), format="A4")
-    info = subprocess.run([pdfinfo, str(pdf)], capture_output=True, text=True, check=True).stdout
-    pages = int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
-    assert 1 <= pages <= 2, f"the sheet prints to {pages} pages"
+    assert _pdf_pages(page, pdf, "A4") == 1
     raw = subprocess.run([pdftotext, "-raw", str(pdf), "-"], capture_output=True, text=True,
                          check=True).stdout
     flat = _normalized(raw)
