@@ -17,8 +17,8 @@ As a Sphinx extension (``book/_config.yml`` lists ``grpolab.book.build``) it
   declares ``THEBE_JS_URL`` twice on some pages, a console error;
 - keeps pages light (offline, no CDN): no page loads Font Awesome's 1.5 MB SVG script (the
   theme's stylesheet draws the same icons with its web font), only the search page loads
-  the search index, MathJax loads only on pages with math, and a widget's script only on
-  pages with that widget.
+  the search index, MathJax loads only on pages with math and without its context menu
+  (:data:`MATHJAX_LOADER`), and a widget's script only on pages with that widget.
 
 :func:`build_book` runs ``jupyter-book build`` with warnings, broken references and
 cell errors as failures, and returns the path of ``index.html``.
@@ -146,6 +146,29 @@ _SEARCH = re.compile(r'\s*<script src="[^"]*(_static/searchtools\.js|_static/lan
                      r'searchindex\.js)"></script>')
 
 
+#: What ``_static/mathjax/tex-chtml.js`` becomes in the build: MathJax's own loader for the
+#: components the combined file bundles (TeX input, CommonHTML output and its font, the
+#: assistive MathML for screen readers), less the 426 KB context menu, about 400 KB fewer
+#: per page with math. The name stays, so pages and tests refer to the same entry point.
+MATHJAX_LOADER = """/* grpolab.book.build: MathJax 3's tex-chtml.js without its context menu
+ * (ui/menu, 426 KB). It loads startup.js and the components tex-chtml.js bundles, less the
+ * menu, from this folder; the page's MathJax configuration (window.MathJax) is kept. */
+(function () {
+  "use strict";
+  var me = document.currentScript, base = me.src.replace(/[^/]*$/, "");
+  var MJ = window.MathJax = window.MathJax || {};
+  MJ.loader = MJ.loader || {};
+  MJ.loader.load = (MJ.loader.load || []).concat(["input/tex", "output/chtml",
+    "a11y/assistive-mml"]);
+  MJ.loader.paths = MJ.loader.paths || {};
+  if (!MJ.loader.paths.mathjax) { MJ.loader.paths.mathjax = base.replace(/\\/$/, ""); }
+  var s = document.createElement("script");
+  s.src = base + "startup.js";
+  document.head.appendChild(s);
+})();
+"""
+
+
 def _lighten_pages(app, exception) -> None:
     """After the build, drop what pages load but do not use: Font Awesome's SVG script (the
     theme's CSS already draws its icons with the web font it loads anyway) and, off the
@@ -155,6 +178,9 @@ def _lighten_pages(app, exception) -> None:
         return
     as_you_type = app.config.html_theme_options.get("search_as_you_type", False)
     out = Path(app.outdir)
+    mathjax = out / "_static" / "mathjax"
+    if (mathjax / "tex-chtml.js").is_file() and (mathjax / "startup.js").is_file():
+        (mathjax / "tex-chtml.js").write_text(MATHJAX_LOADER, encoding="utf-8")
     for page in out.rglob("*.html"):
         if "_static" in page.relative_to(out).parts:
             continue
@@ -197,7 +223,7 @@ def setup(app):
     app.connect("html-page-context", _drop_thebe, priority=900)
     app.connect("html-page-context", _describe_images, priority=950)
     app.connect("html-page-context", _only_needed_assets, priority=960)
-    app.connect("build-finished", _lighten_pages)
+    app.connect("build-finished", _lighten_pages, priority=900)  # after MathJax is copied
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
