@@ -14,6 +14,7 @@ the system temp folder (issue 15, item 8). For the whole session:
 
 from __future__ import annotations
 
+import http.server
 import tempfile
 
 import pytest
@@ -102,3 +103,105 @@ def browser():
         b = pw.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
         yield b
         b.close()
+
+
+class OfflinePage:
+    """A Playwright page in its own browser context whose requests off its allowed origins
+    are aborted: ``blocked`` lists them, ``errors`` holds console errors and uncaught
+    exceptions (both should stay empty for a book that reads offline)."""
+
+    def __init__(self, context, page, blocked: list[str], errors: list[str]):
+        self.context, self.page, self.blocked, self.errors = context, page, blocked, errors
+
+    def wait_for_math(self, timeout_ms: int = 30_000) -> None:
+        """Wait until MathJax (deferred, asynchronous) has typeset the page, if it has math."""
+        if self.page.locator(".math").count() == 0:
+            return
+        self.page.wait_for_function("() => window.MathJax && MathJax.startup && "
+                                    "MathJax.startup.promise", timeout=timeout_ms)
+        self.page.evaluate("() => MathJax.startup.promise.then(() => true)")
+
+    def assert_clean(self) -> None:
+        assert self.blocked == [], f"the page requested non-local URLs: {self.blocked}"
+        assert self.errors == [], f"console errors: {self.errors}"
+
+
+@pytest.fixture(scope="session")
+def book_site():
+    """The book, cold-built once per session (``build_book_once``), served on a free local
+    port. Yields ``(base_url, html_dir)``."""
+    import functools
+    import threading
+
+    from grpolab.book.build import build_book_once, default_book_dir
+
+    html_dir = build_book_once(default_book_dir()).parent
+    handler = functools.partial(_QuietHandler, directory=str(html_dir))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", html_dir
+    server.shutdown()
+    server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output clean
+        pass
+
+
+@pytest.fixture
+def offline_page(request, browser):
+    """Open a page with the network blocked: the one way the browser tests open a page.
+
+    ``offline_page(target, *, allow=(), wait="load", math=True, **context_options)``:
+
+    - ``target``: a page of the built book (``"theory/03-zero-variance"``, optionally with
+      ``"#fragment"``; the book is built and served once per session by ``book_site``), or
+      a full ``http://``/``file://`` URL;
+    - every request off the target's origin (and ``data:``/``blob:`` URLs and the
+      ``allow`` prefixes) is aborted and recorded in ``.blocked``;
+    - ``math``: wait for MathJax to finish typesetting;
+    - ``context_options`` go to ``browser.new_context`` (``viewport``, ``color_scheme``...).
+
+    Returns an :class:`OfflinePage`; every context is closed at the end of the test.
+    """
+    from urllib.parse import urlsplit
+
+    contexts = []
+
+    def open_(target: str, *, allow: tuple[str, ...] = (), wait: str = "load",
+              math: bool = True, **context_options) -> OfflinePage:
+        if target.startswith(("http://", "https://", "file://")):
+            url = target
+        else:
+            base, _ = request.getfixturevalue("book_site")
+            name, _, fragment = target.partition("#")
+            url = f"{base}/{name}.html" + (f"#{fragment}" if fragment else "")
+        parts = urlsplit(url)
+        origin = "file://" if parts.scheme == "file" else f"{parts.scheme}://{parts.netloc}"
+        allowed = (origin, "data:", "blob:", *allow)
+        context = browser.new_context(**context_options)
+        contexts.append(context)
+        blocked: list[str] = []
+        errors: list[str] = []
+
+        def route(r):
+            if r.request.url.startswith(allowed):
+                r.continue_()
+            else:
+                blocked.append(r.request.url)
+                r.abort()
+
+        context.route("**/*", route)
+        page = context.new_page()
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+        page.goto(url, wait_until=wait)
+        tab = OfflinePage(context, page, blocked, errors)
+        if math:
+            tab.wait_for_math()
+        return tab
+
+    yield open_
+    for c in contexts:
+        c.close()

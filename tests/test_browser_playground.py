@@ -11,67 +11,30 @@ Skipped only when chromium or playwright is missing and CI is not "true".
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import os
 import statistics
-import threading
 
 import pytest
 
-from grpolab.book.build import build_book_once, default_book_dir
 from grpolab.book.playground import SCENARIOS
 
 pytestmark = [pytest.mark.slow, pytest.mark.book, pytest.mark.browser]
 
-PAGE = "labs/04-playground.html"
+PAGE = "labs/04-playground"
 RETRAINS = 7
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="module")
-def site():
-    html_dir = build_book_once(default_book_dir()).parent
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(html_dir)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
 @pytest.fixture
-def open_page(site, browser):
-    contexts = []
+def open_page(offline_page):
+    """The playground page, offline, once it has trained: (page, blocked, errors)."""
 
-    def _open(fragment: str = ""):
-        context = browser.new_context()
-        contexts.append(context)
-        blocked, errors = [], []
+    def _open(fragment: str = "", **context_options):
+        tab = offline_page(PAGE + fragment, math=False, **context_options)
+        tab.page.wait_for_selector(".grpolab-toy[data-runs]", timeout=60_000)
+        return tab.page, tab.blocked, tab.errors
 
-        def route(r):
-            if r.request.url.startswith((site, "data:", "blob:")):
-                r.continue_()
-            else:
-                blocked.append(r.request.url)
-                r.abort()
-
-        context.route("**/*", route)
-        page = context.new_page()
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
-        page.goto(f"{site}/{PAGE}{fragment}", wait_until="load")
-        page.wait_for_selector(".grpolab-toy[data-runs]", timeout=60_000)
-        return page, blocked, errors
-
-    yield _open
-    for c in contexts:
-        c.close()
+    return _open
 
 
 def _curves(page) -> list[str]:

@@ -103,21 +103,11 @@ def lab(tmp_path_factory):
         log.close()
 
 
-def _open_and_run_all(browser, base: str, token: str, notebook: str):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    blocked: list[str] = []
-
-    def route(r):
-        if r.request.url.startswith((base, "data:", "blob:")) or \
-                r.request.url.startswith(base.replace("http", "ws")):
-            r.continue_()
-        else:
-            blocked.append(r.request.url)
-            r.abort()
-
-    context.route("**/*", route)
-    page = context.new_page()
-    page.goto(f"{base}/lab/tree/{notebook}?token={token}", wait_until="domcontentloaded")
+def _open_and_run_all(offline_page, base: str, token: str, notebook: str):
+    tab = offline_page(f"{base}/lab/tree/{notebook}?token={token}",
+                       allow=(base.replace("http", "ws"),), wait="domcontentloaded",
+                       math=False, viewport={"width": 1400, "height": 1000})
+    page = tab.page
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
     # The committed notebooks carry no kernelspec (outputs and metadata are stripped), so
     # JupyterLab asks which kernel to start: accept its proposal, Python 3 (ipykernel).
@@ -134,7 +124,7 @@ def _open_and_run_all(browser, base: str, token: str, notebook: str):
         pass
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
     page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
-    return context, page, blocked
+    return tab
 
 
 def _drag(page, handle, dx: float) -> None:
@@ -148,48 +138,44 @@ def _drag(page, handle, dx: float) -> None:
     page.mouse.up()
 
 
-def test_lab_notebook_slider_reprints_dead_groups(lab, browser):
+def test_lab_notebook_slider_reprints_zero_variance_groups(lab, offline_page):
     base, token = lab
-    context, page, blocked = _open_and_run_all(browser, base, token, NOTEBOOKS[0])
-    try:
-        out = page.locator(".jp-OutputArea-output", has_text="zero-variance groups").first
-        out.wait_for(state="attached", timeout=60_000)
-        out.scroll_into_view_if_needed()
-        before = out.inner_text()
-        assert "G = 8:" in before, before
-        slider = page.locator(".widget-slider", has_text="G").first
-        _drag(page, slider.locator(".noUi-handle").first, 60)
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('.jp-OutputArea-output')]"
-            ".some(e => /G = (?!8:)\\d+: zero-variance groups/.test(e.innerText))", timeout=30_000)
-        assert out.inner_text() != before or page.locator(
-            ".jp-OutputArea-output", has_text="zero-variance groups").first.inner_text() != before
-        assert blocked == [], f"non-local requests: {blocked}"
-    finally:
-        context.close()
+    tab = _open_and_run_all(offline_page, base, token, NOTEBOOKS[0])
+    page, blocked = tab.page, tab.blocked
+    out = page.locator(".jp-OutputArea-output", has_text="zero-variance groups").first
+    out.wait_for(state="attached", timeout=60_000)
+    out.scroll_into_view_if_needed()
+    before = out.inner_text()
+    assert "G = 8:" in before, before
+    slider = page.locator(".widget-slider", has_text="G").first
+    _drag(page, slider.locator(".noUi-handle").first, 60)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.jp-OutputArea-output')]"
+        ".some(e => /G = (?!8:)\\d+: zero-variance groups/.test(e.innerText))", timeout=30_000)
+    assert out.inner_text() != before or page.locator(
+        ".jp-OutputArea-output", has_text="zero-variance groups").first.inner_text() != before
+    assert blocked == [], f"non-local requests: {blocked}"
 
 
-def test_playground_notebook_slider_retrains(lab, browser):
+def test_playground_notebook_slider_retrains(lab, offline_page):
     base, token = lab
-    context, page, blocked = _open_and_run_all(browser, base, token, NOTEBOOKS[1])
-    try:
-        readout = page.locator("pre.grpolab-toy-readout").first
-        readout.wait_for(state="attached", timeout=90_000)
-        figure = page.locator(".jp-OutputArea-output img").first
-        figure.wait_for(state="attached", timeout=60_000)
-        assert "Live playground" in page.locator(".jp-OutputArea-output", has_text="Live")\
-            .first.inner_text()
-        before_text, before_img = readout.inner_text(), figure.get_attribute("src")
-        slider = page.locator(".widget-slider", has_text="learning rate").first
-        slider.scroll_into_view_if_needed()
-        _drag(page, slider.locator(".noUi-handle").first, 80)
-        page.wait_for_function(
-            "before => { const r = document.querySelector('pre.grpolab-toy-readout');"
-            " return r && r.innerText !== before; }", arg=before_text, timeout=60_000)
-        page.wait_for_function(
-            "before => { const i = document.querySelector('.jp-OutputArea-output img');"
-            " return i && i.getAttribute('src') !== before; }", arg=before_img, timeout=60_000)
-        assert readout.inner_text() != before_text
-        assert blocked == [], f"non-local requests: {blocked}"
-    finally:
-        context.close()
+    tab = _open_and_run_all(offline_page, base, token, NOTEBOOKS[1])
+    page, blocked = tab.page, tab.blocked
+    readout = page.locator("pre.grpolab-toy-readout").first
+    readout.wait_for(state="attached", timeout=90_000)
+    figure = page.locator(".jp-OutputArea-output img").first
+    figure.wait_for(state="attached", timeout=60_000)
+    assert "Live playground" in page.locator(".jp-OutputArea-output", has_text="Live")\
+        .first.inner_text()
+    before_text, before_img = readout.inner_text(), figure.get_attribute("src")
+    slider = page.locator(".widget-slider", has_text="learning rate").first
+    slider.scroll_into_view_if_needed()
+    _drag(page, slider.locator(".noUi-handle").first, 80)
+    page.wait_for_function(
+        "before => { const r = document.querySelector('pre.grpolab-toy-readout');"
+        " return r && r.innerText !== before; }", arg=before_text, timeout=60_000)
+    page.wait_for_function(
+        "before => { const i = document.querySelector('.jp-OutputArea-output img');"
+        " return i && i.getAttribute('src') !== before; }", arg=before_img, timeout=60_000)
+    assert readout.inner_text() != before_text
+    assert blocked == [], f"non-local requests: {blocked}"

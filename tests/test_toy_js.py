@@ -47,6 +47,16 @@ const extra = {
   state_defaults: toy.STATE_DEFAULTS, g_choices: toy.G_CHOICES,
   scenarios: spec.scenarios.map(h => toy.decodeState(toy.parseFragment(h))),
   encoded: spec.scenarios.map(h => toy.encodeState(toy.decodeState(toy.parseFragment(h)))),
+  sliders: Object.fromEntries(toy.SLIDERS.map(s => [s[0], s[2]])),
+  selects: Object.fromEntries(toy.SELECTS.map(s => [s[0], s[2].map(o => o[0])])),
+  n_prompts_range: toy.N_PROMPTS_RANGE,
+  clamped: spec.fragments.map(f => {
+    const raw = toy.parseFragment(f), st = toy.decodeState(raw);
+    const notes = toy.clampState(st, raw);
+    return {state: st, notes: notes, encoded: toy.encodeState(st),
+            inert: Object.fromEntries(Object.keys(toy.STATE_DEFAULTS)
+              .map(k => [k, toy.inertReason(k, st)]))};
+  }),
 };
 process.stdout.write(JSON.stringify({jobs: out, extra}));
 """
@@ -60,6 +70,12 @@ CONFIGS = [
     {"num_generations": 16, "mode": "prompts", "prompts_per_step": 3, "loss_type": "dr_grpo",
      "wrong_length": 0.5, "transfer": 0.0},
 ]
+#: URLs a reader might open: out of range, off the sliders' grids, garbage, unknown keys, and
+#: settings where a control has no effect (the page must say so, in the same words as Python).
+FRAGMENTS = ["", "n_prompts=5000", "n_prompts=0", "n_prompts=12.5", "G=64&budget=16",
+             "G=5,8,99&learning_rate=0.07&steps=10000", "a=abc&optimizer=rmsprop&foo=1",
+             "seeds=-3&temperature=9&b=", "mode=prompts&dataset=smollm2&dynamic_sampling=1",
+             "optimizer=sgd&wrong_length=2&beta=0.1", "G=3&budget=97.5&x_axis=steps"]
 KEYS = ["pass_rate", "completions", "zero_variance_observed", "zero_variance_predicted",
         "bucket_pass_rate", "theta"]
 
@@ -81,7 +97,8 @@ def js():
                  "samples": counts["samples"]}]
     jobs = [{"dataset": d, "config": dict(c, steps=60), "seeds": [0, 1, 2, 17, 4294967295]}
             for d in datasets for c in CONFIGS]
-    spec = {"jobs": jobs, "scenarios": [s.hash for s in playground.SCENARIOS]}
+    spec = {"jobs": jobs, "scenarios": [s.hash for s in playground.SCENARIOS],
+            "fragments": FRAGMENTS + [s.hash for s in playground.SCENARIOS]}
     proc = subprocess.run([_node(), "-e", RUNNER, TOY_JS], input=json.dumps(spec),
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -145,3 +162,45 @@ def test_url_states_match_python(js):
                                         extra["encoded"], strict=True):
         assert state == playground.parse_state(scenario.hash), scenario.key
         assert encoded == playground.encode_state(playground.parse_state(scenario.hash))
+
+
+def test_url_clamping_and_inert_controls_match_python(js):
+    """The page snaps a URL's values onto its controls and names each change, and says why a
+    control has no effect, exactly as playground.clamp_state and inert_reason do."""
+    _, out = js
+    extra = out["extra"]
+    assert {k: tuple(v) for k, v in extra["sliders"].items()} == playground.SLIDER_VALUES
+    assert {k: tuple(v) for k, v in extra["selects"].items()} == playground.SELECT_OPTIONS
+    assert tuple(extra["n_prompts_range"]) == playground.N_PROMPTS_RANGE
+    fragments = FRAGMENTS + [s.hash for s in playground.SCENARIOS]
+    for fragment, got in zip(fragments, extra["clamped"], strict=True):
+        raw = playground.parse_fragment(fragment)
+        state = playground.parse_state(fragment)
+        notes = playground.clamp_state(state, raw)
+        assert got["notes"] == notes, fragment
+        assert got["state"] == state, fragment
+        assert got["encoded"] == playground.encode_state(state), fragment
+        assert got["inert"] == {k: playground.inert_reason(k, state)
+                                for k in playground.STATE_DEFAULTS}, fragment
+
+
+def test_clamping_says_what_it_changed():
+    """Out-of-range values are clamped and named; the scenarios sit on the controls' grid."""
+    state = playground.parse_state("n_prompts=5000&learning_rate=0.07&G=5,8")
+    notes = playground.clamp_state(state, playground.parse_fragment(
+        "n_prompts=5000&learning_rate=0.07&G=5,8"))
+    assert state["n_prompts"] == playground.N_PROMPTS_RANGE[1]
+    assert state["learning_rate"] == 0.05 and state["G"] == [8]
+    assert any("n_prompts = 5000 is out of range" in n for n in notes)
+    assert any("learning_rate = 0.07 is not one of the slider's values" in n for n in notes)
+    assert any(n.startswith("G = 5 is not offered") for n in notes)
+    zero = playground.parse_state("n_prompts=0")
+    assert "n_prompts = 0 is out of range (4 to 512); using 4." in playground.clamp_state(zero)
+    for s in playground.SCENARIOS:  # a scenario link must open exactly as written
+        st = playground.parse_state(s.hash)
+        assert playground.clamp_state(st, playground.parse_fragment(s.hash)) == [], s.key
+        assert playground.encode_state(st) == playground.encode_state(
+            playground.parse_state(s.hash)), s.key
+    default = playground.parse_state("")
+    inert = {k for k in playground.STATE_DEFAULTS if playground.inert_reason(k, default)}
+    assert inert == {"baseline", "loss_type", "prompts_per_step", "max_batches", "x_axis"}

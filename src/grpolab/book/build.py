@@ -6,11 +6,19 @@ As a Sphinx extension (``book/_config.yml`` lists ``grpolab.book.build``) it
   embeds static sliders (precomputed grids) instead of ipywidgets, which would need a
   kernel and a CDN to render;
 - serves ``grpolab/book/static/`` (STATIC_FILES: the sliders', the playground's and the answer
-  boxes' JS and CSS, and the one-page sheet's print stylesheet) from the build's ``_static``
-  and loads them on every page; the exercises page emits its own checker data at build time;
+  boxes' JS and CSS, the one-page sheet's print stylesheet and the full-size view of
+  figures) from the build's ``_static`` and loads them on every page; the exercises page
+  emits its own checker data at build time;
+- gives every image alt text that says what it shows, and the size of its smallest axis
+  text (for the full-size view): the notebooks run with matplotlib's ``figure.hooks`` set to
+  :func:`grpolab.book.alt.install`, so each figure's PNG carries its description, and a
+  committed PNG from ``labs/results`` is described from the SVG saved beside it;
 - drops sphinx-thebe's scripts: thebe needs Binder (a network) and its inline script
   declares ``THEBE_JS_URL`` twice on some pages, a console error;
-- loads MathJax on every page, so math in chapter titles is typeset in the navigation.
+- keeps pages light (offline, no CDN): no page loads Font Awesome's 1.5 MB SVG script (the
+  theme's stylesheet draws the same icons with its web font), only the search page loads
+  the search index, MathJax loads only on pages with math and without its context menu
+  (:data:`MATHJAX_LOADER`), and a widget's script only on pages with that widget.
 
 :func:`build_book` runs ``jupyter-book build`` with warnings, broken references and
 cell errors as failures, and returns the path of ``index.html``.
@@ -19,7 +27,9 @@ cell errors as failures, and returns the path of ``index.html``.
 from __future__ import annotations
 
 import hashlib
+import html
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,7 +41,7 @@ from pathlib import Path
 __all__ = ["BookBuildError", "build_book", "build_book_once", "default_book_dir", "setup"]
 
 STATIC_FILES = ("grpolab-sliders.js", "grpolab-sliders.css", "grpolab-exercises.js",
-                "grpolab-exercises.css", "grpolab-toy.js", "grpolab-toy.css")
+                "grpolab-exercises.css", "grpolab-toy.js", "grpolab-toy.css", "grpolab-zoom.js")
 
 
 class BookBuildError(RuntimeError):
@@ -68,16 +78,152 @@ def _drop_thebe(app, pagename, templatename, context, doctree) -> None:
     context["script_files"] = [js for js in scripts if not is_thebe(js)]
 
 
+def _figure_hooks_for_kernels(app) -> None:
+    """Point the notebooks' matplotlib at an rc file whose ``figure.hooks`` installs
+    :func:`grpolab.book.alt.install` (alt text in every figure's PNG). The kernels inherit
+    the environment; a reader's own ``MATPLOTLIBRC`` is respected (figures then keep the
+    file-path-free fallback alt text)."""
+    if os.environ.get("MATPLOTLIBRC"):
+        return
+    folder = Path(app.doctreedir).parent / "grpolab-matplotlib"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "matplotlibrc").write_text("# written by grpolab.book.build for the book's "
+                                         "notebooks\nfigure.hooks: grpolab.book.alt:install\n")
+    os.environ["MATPLOTLIBRC"] = str(folder)
+
+
+_IMG = re.compile(r"<img\b[^>]*>")
+_ATTR = re.compile(r'([\w-]+)="([^"]*)"')
+
+
+def _looks_like_a_path(alt: str) -> bool:
+    alt = alt.strip()
+    return not alt or bool(re.search(r"(^|/)[^/\s]+\.(png|jpe?g|gif|svg|webp)$", alt, re.I))
+
+
+def _describe_images(app, pagename, templatename, context, doctree) -> None:
+    """Give each ``<img>`` of the page alt text that says what it shows (unless its author
+    wrote one) and ``data-grpolab-text-px``, the size of its smallest axis text."""
+    from grpolab.book import alt as figalt
+
+    body = context.get("body")
+    if not body or "<img" not in body:
+        return
+    builder = app.builder  # the hashes of the committed figures, computed once per build
+    if not hasattr(builder, "grpolab_committed_figures"):
+        results = default_book_dir().parent / "labs" / "results"
+        builder.grpolab_committed_figures = (figalt.committed_figures(results)
+                                             if results.is_dir() else {})
+    by_name = {dest: src for src, dest in app.builder.images.items()}
+    title = re.sub(r"<[^>]+>", "", context.get("title", "") or "").strip()
+
+    def replace(m: re.Match) -> str:
+        tag = m.group(0)
+        attrs = dict(_ATTR.findall(tag))
+        src = html.unescape(attrs.get("src", ""))
+        source = by_name.get(src.rsplit("/", 1)[-1])
+        info = {"description": None, "axis_text_px": None}
+        path = Path(app.srcdir) / source if source else None
+        if path is not None and path.suffix.lower() == ".png" and path.is_file():
+            info = figalt.png_info(path, builder.grpolab_committed_figures)
+        new = tag
+        current = html.unescape(attrs.get("alt", ""))
+        if _looks_like_a_path(current):
+            text = info["description"] or f"A figure of the page “{title}”."
+            escaped = html.escape(text, quote=True)
+            new = (re.sub(r'alt="[^"]*"', f'alt="{escaped}"', new) if "alt=" in new
+                   else new.replace("<img", f'<img alt="{escaped}"', 1))
+        if info["axis_text_px"]:
+            new = new.replace("<img", f'<img data-grpolab-text-px="{info["axis_text_px"]:.2f}"', 1)
+        return new
+
+    context["body"] = _IMG.sub(replace, body)
+
+
+_FONTAWESOME = re.compile(r'\s*<script defer src="[^"]*_static/scripts/fontawesome\.js[^"]*">'
+                          r"</script>")
+_SEARCH = re.compile(r'\s*<script src="[^"]*(_static/searchtools\.js|_static/language_data\.js|'
+                     r'searchindex\.js)"></script>')
+
+
+#: What ``_static/mathjax/tex-chtml.js`` becomes in the build: MathJax's own loader for the
+#: components the combined file bundles (TeX input, CommonHTML output and its font, the
+#: assistive MathML for screen readers), less the 426 KB context menu, about 400 KB fewer
+#: per page with math. The name stays, so pages and tests refer to the same entry point.
+MATHJAX_LOADER = """/* grpolab.book.build: MathJax 3's tex-chtml.js without its context menu
+ * (ui/menu, 426 KB). It loads startup.js and the components tex-chtml.js bundles, less the
+ * menu, from this folder; the page's MathJax configuration (window.MathJax) is kept. */
+(function () {
+  "use strict";
+  var me = document.currentScript, base = me.src.replace(/[^/]*$/, "");
+  var MJ = window.MathJax = window.MathJax || {};
+  MJ.loader = MJ.loader || {};
+  MJ.loader.load = (MJ.loader.load || []).concat(["input/tex", "output/chtml",
+    "a11y/assistive-mml"]);
+  MJ.loader.paths = MJ.loader.paths || {};
+  if (!MJ.loader.paths.mathjax) { MJ.loader.paths.mathjax = base.replace(/\\/$/, ""); }
+  var s = document.createElement("script");
+  s.src = base + "startup.js";
+  document.head.appendChild(s);
+})();
+"""
+
+
+def _lighten_pages(app, exception) -> None:
+    """After the build, drop what pages load but do not use: Font Awesome's SVG script (the
+    theme's CSS already draws its icons with the web font it loads anyway) and, off the
+    search page, the search index and tools (the theme loads them everywhere for its
+    search-as-you-type box, which is off)."""
+    if exception is not None or getattr(app.builder, "format", "") != "html":
+        return
+    as_you_type = app.config.html_theme_options.get("search_as_you_type", False)
+    out = Path(app.outdir)
+    mathjax = out / "_static" / "mathjax"
+    if (mathjax / "tex-chtml.js").is_file() and (mathjax / "startup.js").is_file():
+        (mathjax / "tex-chtml.js").write_text(MATHJAX_LOADER, encoding="utf-8")
+    for page in out.rglob("*.html"):
+        if "_static" in page.relative_to(out).parts:
+            continue
+        text = page.read_text(encoding="utf-8")
+        new = _FONTAWESOME.sub("", text)
+        if not as_you_type and page.relative_to(out).as_posix() != "search.html":
+            new = _SEARCH.sub("", new)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+
+
+#: A script of ours is loaded only on pages that hold what it drives (a marker in the body).
+_SCRIPT_NEEDS = {"grpolab-sliders.js": 'class="grpolab-static-slider"',
+                 "grpolab-toy.js": 'class="grpolab-toy"',
+                 "grpolab-toy.css": 'class="grpolab-toy"',
+                 "grpolab-exercises.js": 'class="grpolab-answer"'}
+
+
+def _only_needed_assets(app, pagename, templatename, context, doctree) -> None:
+    """Drop our widget scripts from pages without those widgets (each page loads less)."""
+    body = context.get("body") or ""
+
+    def needed(asset) -> bool:
+        name = str(getattr(asset, "filename", asset) or "").rsplit("/", 1)[-1]
+        marker = _SCRIPT_NEEDS.get(name)
+        return marker is None or marker in body
+
+    for key in ("script_files", "css_files"):
+        if context.get(key):
+            context[key] = [a for a in context[key] if needed(a)]
+
+
 def setup(app):
     """Sphinx entry point (``extra_extensions: [grpolab.book.build]``)."""
     os.environ["GRPOLAB_WIDGETS"] = "static"  # inherited by the kernels that run the pages
     app.connect("builder-inited", _add_static_path)
+    app.connect("builder-inited", _figure_hooks_for_kernels)
     for name in STATIC_FILES:
         (app.add_js_file if name.endswith(".js") else app.add_css_file)(name)
     app.connect("html-page-context", _drop_thebe, priority=900)
-    # Load MathJax on every page, not only on pages with equations: a chapter title with
-    # math ($p^G$) appears in every page's navigation and must be typeset there too.
-    app.set_html_assets_policy("always")
+    app.connect("html-page-context", _describe_images, priority=950)
+    app.connect("html-page-context", _only_needed_assets, priority=960)
+    app.connect("build-finished", _lighten_pages, priority=900)  # after MathJax is copied
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 

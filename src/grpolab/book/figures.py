@@ -64,8 +64,10 @@ def explorer_figure(explorer, params: dict):
     x, series = explorer.curves(**explorer.curve_params(params))
     readouts = explorer.readouts(**params)
     fig, ax = _fig((6.4, 4.2))
-    for label, y in series.items():
-        ax.plot(x, y, label=label)
+    n = len(series)
+    for i, (label, y) in enumerate(series.items()):
+        # the first series is the one the title names: on top of the others (zorder)
+        ax.plot(x, y, label=label, zorder=2 + n - i, lw=2.2 if i == 0 else 1.6)
     if explorer.marker is not None:
         mx = params[explorer.marker]
         ax.axvline(mx, color="0.4", ls="--", lw=1)

@@ -27,9 +27,10 @@ import numpy as np
 
 from grpolab import toy
 
-__all__ = ["SCENARIOS", "STATE_DEFAULTS", "Scenario", "configs_for", "dataset_for",
-           "encode_state", "live_playground", "parse_state", "playground_figure",
-           "run_state", "show", "smollm2_counts", "static_playground_html"]
+__all__ = ["N_PROMPTS_RANGE", "SCENARIOS", "SELECT_OPTIONS", "SLIDER_VALUES", "STATE_DEFAULTS",
+           "Scenario", "clamp_state", "configs_for", "dataset_for", "encode_state", "inert_reason",
+           "live_playground", "parse_fragment", "parse_state", "playground_figure", "run_state",
+           "show", "smollm2_counts", "static_playground_html"]
 
 G_CHOICES = (2, 3, 4, 6, 8, 12, 16, 24, 32, 64)
 #: The default setting (mirrored by STATE_DEFAULTS in grpolab-toy.js; a test compares them).
@@ -40,6 +41,36 @@ STATE_DEFAULTS: dict = {
     "dynamic_sampling": "0", "temperature": 1, "transfer": 0.25, "beta": 0, "wrong_length": 1,
     "filter_low": 0, "filter_high": 1, "max_batches": 3, "x_axis": "completions",
 }
+
+
+#: The values each slider of the page offers (mirrored by SLIDERS in grpolab-toy.js; a test
+#: compares them). A URL asking for another value is snapped to the nearest (clamp_state).
+SLIDER_VALUES: dict[str, tuple[float, ...]] = {
+    "budget": (16, 32, 48, 64, 96, 128, 192, 256, 384, 512),
+    "prompts_per_step": (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64),
+    "a": (0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2, 3, 5, 8),
+    "b": (0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2, 3, 5, 8),
+    "learning_rate": (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20),
+    "steps": (25, 50, 100, 150, 200, 300, 400, 600),
+    "seeds": (2, 5, 10, 20, 50, 100, 200),
+    "temperature": (0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2),
+    "transfer": (0, 0.05, 0.1, 0.25, 0.5, 1),
+    "beta": (0, 0.01, 0.04, 0.1, 0.3, 1),
+    "wrong_length": (0.25, 0.5, 1, 2, 4),
+    "filter_low": (0, 0.01, 0.02, 0.05, 0.1, 0.2),
+    "filter_high": (0.8, 0.9, 0.95, 0.99, 1),
+    "max_batches": (1, 2, 3, 5, 10),
+}
+#: The options of each select of the page (mirrored by SELECTS in grpolab-toy.js).
+SELECT_OPTIONS: dict[str, tuple[str, ...]] = {
+    "dataset": ("beta", "smollm2"), "mode": ("budget", "prompts"), "optimizer": ("adam", "sgd"),
+    "scale_rewards": ("group", "batch", "none"), "baseline": ("mean", "leave_one_out"),
+    "loss_type": ("grpo", "dapo", "dr_grpo"), "dynamic_sampling": ("0", "1"),
+    "x_axis": ("completions", "steps"),
+}
+#: The Beta prior's number of prompts has no control; a URL may set it within these bounds
+#: (training time grows with it: 5000 prompts froze a browser tab for seconds).
+N_PROMPTS_RANGE = (4, 512)
 
 
 @dataclass(frozen=True)
@@ -63,7 +94,7 @@ SCENARIOS: tuple[Scenario, ...] = (
              "G=2,3,4,8,16,32&budget=96&steps=100&baseline=leave_one_out&scale_rewards=none",
              "With an unbiased gradient (RLOO baseline, no std scaling) G enters only through "
              "gradient noise: the best final pass rate sits at the smallest G values, next to "
-             "the dashed G* = √(c₃/c₁). Switch scale_rewards back to group and watch the "
+             "the dashed G* = 1 + √(c₃/c₁). Switch scale_rewards back to group and watch the "
              "optimum move: std scaling changes the gradient's size with G, not only its noise."),
     Scenario("dynamic-sampling", "dynamic sampling pays off when…",
              "G=4,16&dataset=smollm2&dynamic_sampling=1&max_batches=5&x_axis=steps",
@@ -107,6 +138,112 @@ def parse_state(fragment: str = "") -> dict:
         else:
             state[key] = value
     return state
+
+
+def parse_fragment(fragment: str = "") -> dict[str, str]:
+    """A URL fragment ``G=2,4&a=0.3`` as ``{key: text}``, every key kept (parseFragment in JS)."""
+    out: dict[str, str] = {}
+    for part in filter(None, fragment.lstrip("#").split("&")):
+        key, sep, value = part.partition("=")
+        if sep and key:
+            out[unquote(key)] = unquote(value)
+    return out
+
+
+def _short(v: float) -> str:
+    """A number with 6 significant digits as JavaScript prints it (shortNum in JS)."""
+    return _js_str(float(f"{float(v):.6g}"))
+
+
+def clamp_state(state: dict, raw: dict[str, str] | None = None) -> list[str]:
+    """Snap ``state`` onto the values the page's controls offer, in place (clampState in JS).
+
+    ``raw`` is what the URL asked for (:func:`parse_fragment`), to name the values that were
+    ignored. Returns one sentence per value that was changed, which the page shows the reader.
+    """
+    notes: list[str] = []
+    raw = raw or {}
+    for key, value in raw.items():
+        if key not in STATE_DEFAULTS:
+            notes.append(f"ignored {key}={value}: not a setting of this playground.")
+        elif key != "G" and value != "" and isinstance(STATE_DEFAULTS[key], (int, float)):
+            try:
+                ok = np.isfinite(float(value))
+            except ValueError:
+                ok = False
+            if not ok:
+                notes.append(f"ignored {key}={value}: not a number; using "
+                             f"{_short(STATE_DEFAULTS[key])}.")
+    if raw.get("G"):
+        bad = [g for g in raw["G"].split(",") if not (g.strip().isdigit()
+                                                       and int(g) in G_CHOICES)]
+        if bad:
+            notes.append(f"G = {', '.join(bad)} {'are' if len(bad) > 1 else 'is'} not offered "
+                         f"(choose from {', '.join(map(str, G_CHOICES))}); using G = "
+                         f"{', '.join(map(str, state['G']))}.")
+    for key, values in SLIDER_VALUES.items():
+        v = float(state[key])
+        snapped = min(values, key=lambda x: abs(x - v))  # first of two equally near, as in JS
+        if abs(snapped - v) > 1e-9 * max(1.0, abs(v)):
+            where = (f" is out of range ({_js_str(values[0])} to {_js_str(values[-1])})"
+                     if v < values[0] or v > values[-1] else " is not one of the slider's values")
+            notes.append(f"{key} = {_short(v)}{where}; using {_short(snapped)}.")
+        state[key] = snapped
+    for key, options in SELECT_OPTIONS.items():
+        if str(state[key]) not in options:
+            notes.append(f"{key} = {state[key]} is not an option ({', '.join(options)}); "
+                         f"using {STATE_DEFAULTS[key]}.")
+            state[key] = STATE_DEFAULTS[key]
+        else:
+            state[key] = str(state[key])
+    n = float(state["n_prompts"])
+    lo, hi = N_PROMPTS_RANGE
+    nc = int(np.floor(min(hi, max(lo, n)) + 0.5))  # Math.round
+    if nc != n:
+        where = (f" is out of range ({lo} to {hi})" if n < lo or n > hi
+                 else " is not a whole number")
+        notes.append(f"n_prompts = {_short(n)}{where}; using {nc}.")
+    state["n_prompts"] = nc
+    return notes
+
+
+def inert_reason(key: str, state: dict) -> str:
+    """Why control ``key`` changes nothing in setting ``state`` ("" when it does).
+
+    The page shows the sentence under the control (inertReason in grpolab-toy.js, the same
+    sentences). Each is a property of the toy's GRPO step, not a missing feature:
+
+    - the leave-one-out baseline's advantages are the mean baseline's times G/(G−1), a
+      constant per G (with std scaling too), and Adam's step ignores a constant factor of the
+      gradient (up to its ε), unless a KL term adds a gradient that is not scaled;
+    - with every completion of length 1, TRL's three ``loss_type`` weightings coincide;
+    - ``budget``/``prompts_per_step`` belong to one batch mode each, ``max_batches`` to
+      dynamic sampling, and in fixed-budget mode without it each step costs about
+      ``budget`` completions for every G, so the two x-axes differ by a constant factor.
+    """
+    budget, ds = state["mode"] == "budget", str(state["dynamic_sampling"]) == "1"
+    if key == "budget" and not budget:
+        return "No effect with a fixed number of prompts per step: B is set by “prompts per step”."
+    if key == "prompts_per_step" and budget:
+        return ("No effect in fixed-budget mode: B = ⌊budget / G⌋ "
+                "(switch batch to fixed prompts).")
+    if key in ("a", "b") and state["dataset"] == "smollm2":
+        return "No effect: the SmolLM2 pass rates replace the Beta prior."
+    if key == "baseline" and state["optimizer"] == "adam" and float(state["beta"]) == 0:
+        return ("No effect with Adam: the leave-one-out advantages are the mean baseline's "
+                "times G/(G−1), a constant, and Adam's steps ignore a constant factor "
+                "(try SGD, or a KL weight β > 0).")
+    if key == "loss_type" and float(state["wrong_length"]) == 1:
+        return ("No effect while every completion has the same length: grpo, dapo and "
+                "dr_grpo then weight all completions alike (set a wrong completion's "
+                "length ≠ 1).")
+    if key == "max_batches" and not ds:
+        return "No effect with dynamic sampling off."
+    if key == "x_axis" and budget and not ds:
+        return ("The curves keep their shape: in fixed-budget mode without dynamic sampling "
+                "every G spends about the same completions per step, so the two x-axes "
+                "differ by a constant factor.")
+    return ""
 
 
 def encode_state(state: dict) -> str:
@@ -292,7 +429,7 @@ def readout_text(run: dict) -> str:
                      f"{float(final['mean']):.3f} ± {float(final['half_width']):.3f}; "
                      f"zero-variance groups {res.zero_variance_observed.mean():.3f} observed, "
                      f"{res.zero_variance_predicted.mean():.3f} predicted")
-    lines.append(f"G* = √(c₃/c₁) = {run['G_star']:.3f} (unbiased gradient at the start)")
+    lines.append(f"G* = 1 + √(c₃/c₁) = {run['G_star']:.3f} (unbiased gradient at the start)")
     return "\n".join(lines)
 
 
@@ -308,8 +445,9 @@ def live_playground(state: dict | None = None):
 
     state = dict(parse_state(""), **(state or {}))
 
-    def sel(name, values, desc):
-        return w.SelectionSlider(options=[(f"{v:g}", v) for v in values], value=state[name],
+    def sel(name, desc):
+        return w.SelectionSlider(options=[(f"{v:g}", v) for v in SLIDER_VALUES[name]],
+                                 value=state[name],
                                  description=desc, continuous_update=False,
                                  style={"description_width": "150px"},
                                  layout=w.Layout(width="460px"))
@@ -323,23 +461,21 @@ def live_playground(state: dict | None = None):
                               description="G values", rows=5),
         "dataset": drop("dataset", [("Beta(a, b)", "beta"), ("SmolLM2 pass rates", "smollm2")],
                         "difficulty"),
-        "a": sel("a", (0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2, 3, 5, 8), "Beta a"),
-        "b": sel("b", (0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2, 3, 5, 8), "Beta b"),
+        "a": sel("a", "Beta a"),
+        "b": sel("b", "Beta b"),
         "mode": drop("mode", [("fixed budget", "budget"), ("fixed prompts", "prompts")], "batch"),
-        "budget": sel("budget", (16, 32, 48, 64, 96, 128, 192, 256, 384, 512), "budget"),
-        "prompts_per_step": sel("prompts_per_step", (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64),
-                                "prompts per step"),
-        "learning_rate": sel("learning_rate", (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2,
-                                               0.5, 1, 2, 5, 10, 20), "learning rate"),
+        "budget": sel("budget", "budget"),
+        "prompts_per_step": sel("prompts_per_step", "prompts per step"),
+        "learning_rate": sel("learning_rate", "learning rate"),
         "optimizer": drop("optimizer", ["adam", "sgd"], "optimizer"),
         "scale_rewards": drop("scale_rewards", ["group", "batch", "none"], "scale_rewards"),
         "baseline": drop("baseline", ["mean", "leave_one_out"], "baseline"),
         "loss_type": drop("loss_type", ["grpo", "dapo", "dr_grpo"], "loss_type"),
         "dynamic_sampling": drop("dynamic_sampling", [("off", "0"), ("on", "1")],
                                  "dynamic sampling"),
-        "temperature": sel("temperature", (0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2), "temperature"),
-        "steps": sel("steps", (25, 50, 100, 150, 200, 300, 400, 600), "steps"),
-        "seeds": sel("seeds", (2, 5, 10, 20, 50, 100, 200), "seeds"),
+        "temperature": sel("temperature", "temperature"),
+        "steps": sel("steps", "steps"),
+        "seeds": sel("seeds", "seeds"),
         "x_axis": drop("x_axis", ["completions", "steps"], "x axis"),
     }
     scenario = w.Dropdown(options=[("(choose a scenario)", "")]
@@ -347,6 +483,7 @@ def live_playground(state: dict | None = None):
                           style={"description_width": "150px"})
     notice = w.HTML("")
     readout = w.HTML("", layout=w.Layout(min_height="4em"))
+    inert = w.HTML("")  # the controls with no effect in this setting, and why
     out = w.Output()
     busy = {"on": False}
 
@@ -366,6 +503,8 @@ def live_playground(state: dict | None = None):
             plt.close(fig)
         readout.value = ("<pre class='grpolab-toy-readout'>"
                          f"{html.escape(readout_text(run))}</pre>")
+        inert.value = "".join(f"<div><b>{html.escape(k)}</b>: {html.escape(why)}</div>"
+                              for k in controls if (why := inert_reason(k, current)))
 
     def load_scenario(change):
         match = [s for s in SCENARIOS if s.key == change["new"]]
@@ -389,7 +528,7 @@ def live_playground(state: dict | None = None):
     note = w.HTML(f"<i>{html.escape(LIVE_NOTE)}</i>")
     left = w.VBox([scenario, notice] + list(controls.values())[:9])
     right = w.VBox(list(controls.values())[9:])
-    return w.VBox([note, w.HBox([left, right]), readout, out])
+    return w.VBox([note, w.HBox([left, right]), inert, readout, out])
 
 
 def show(kind: str | None = None):

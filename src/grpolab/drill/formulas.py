@@ -22,6 +22,7 @@ Derived in: book/appendix/key-equations.md (the page generated from this registr
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -448,7 +449,9 @@ def render_key_equations() -> str:
     for chapter in chapters:
         parts.append(f"\n## {_chapter_title(chapter)}\n")
         for f in (f for f in FORMULAS if f.chapter == chapter):
-            label = f"eq-{f.function or 'ddof-ratio'}".replace("_", "-")
+            # a relation with no function is labelled by its title, so labels stay unique
+            name = f.function or re.sub(r"[^a-z0-9]+", "-", f.title.lower()).strip("-")
+            label = f"eq-{name}".replace("_", "-")
             also = (f" Also: {', '.join(f'`grpolab.theory.{a}`' for a in f.also)}."
                     if f.also else "")
             parts.append(f"\n({label})=\n### {f.title}\n\n$$\n{f.latex}\n$$\n\n{f.meaning}\n\n"
@@ -462,21 +465,27 @@ def _cell(text: str) -> str:
 
 
 def render_sheet() -> str:
-    """The MyST Markdown of book/interview/04-one-page-sheet.md (fits two printed pages)."""
+    """The MyST Markdown of book/interview/04-one-page-sheet.md.
+
+    Printed (grpolab-exercises.css's print rules) it fits one A4 or Letter page, with the
+    formulas in two columns and room for about 35 of them; on screen its tables fit the
+    text column and turn into one block per row on a phone."""
     from grpolab.drill.rubrics import sheet_wrong_answers
 
     parts = [f"{_GENERATED}\n# One-page sheet\n\n"
              "```{raw} html\n<span class=\"grpolab-sheet\"></span>\n```\n\n"
              "The formulas to know cold, the G that published recipes used, and the five most "
-             "common wrong answers. Print it (a print stylesheet keeps it to two pages); "
+             "common wrong answers. Print it: it fits one A4 or Letter page; "
              "derivations are in the chapters linked from the {doc}`key equations "
              "<../appendix/key-equations>`. Drill it with `grpolab drill`.\n",
-             "\n## Formulas\n\n| Formula | What it says | `grpolab.theory` |\n|---|---|---|\n"]
+             "\n## Formulas\n\n| Formula | What it says, and its `grpolab.theory` function |\n"
+             "|---|---|\n"]
     for f in FORMULAS:
         if f.on_sheet:
-            fn = f"`{f.function}`" if f.function else "—"
-            parts.append(f"| $\\displaystyle {_cell(f.latex)}$ | {_cell(f.meaning)} | {fn} "
-                         f"({{doc}}`{_chapter_short(f.chapter)} <../{f.chapter}>`) |\n")
+            fn = f"`{f.function}`" if f.function else "a relation, no function"
+            parts.append(f"| $\\displaystyle {_cell(f.latex)}$ | {_cell(f.meaning)} "
+                         f"<span class=\"grpolab-sheet-fn\">{fn} ({{doc}}`"
+                         f"{_chapter_short(f.chapter)} <../{f.chapter}>`)</span> |\n")
     parts.append("\n## The G that recipes used\n\n| Recipe | G | Settings | Source |\n"
                  "|---|---|---|---|\n")
     for r in RECIPES:

@@ -47,9 +47,28 @@
   var FRACTION = new RegExp("^([+-]?" + DIGITS + ")/(" + DIGITS + ")$");
   var NONFINITE = /^[+-]?(?:inf|infinity|nan)$/i;
 
-  /* grpolab.drill.quiz.parse_answer; throws Error(message) as Python raises ValueError. */
+  /* A comma may only group thousands ("10,055", "1,024.5"): anything else ("0,2482", a
+   * decimal comma; "1,2,3") would lose its comma and read as another number. */
+  var THOUSANDS = /^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?(?:[eE][+-]?\d+)?%?$/;
+
+  function checkCommas(typed) {
+    var s = typed.replace(/ /g, "");
+    if (s.indexOf(",") < 0) { return; }
+    var parts = s.split("/");
+    for (var i = 0; i < parts.length; i++) {
+      if (parts[i].indexOf(",") >= 0 && !THOUSANDS.test(parts[i])) {
+        var one = (s.match(/,/g) || []).length === 1;
+        throw new Error("not a number: " + pyRepr(typed) + " (a comma only separates thousands, as in " +
+                        "10,055; for a decimal write a point" + (one ? ": " + typed.replace(",", ".") : "") + ")");
+      }
+    }
+  }
+
+  /* grpolab.drill.quiz.parse_answer; throws Error(message) as Python raises ValueError.
+   * Stricter on one point: a comma that does not group thousands is refused with a hint. */
   function parseAnswer(text) {
     var typed = String(text).trim();
+    checkCommas(typed);
     var s = typed.replace(/,/g, "").replace(/ /g, "");
     if (!s) { throw new Error("empty answer"); }
     var scale = 1.0;
@@ -120,9 +139,27 @@
     return root.grpolabExerciseData;
   }
 
+  /* The box's accessible name is its exercise's title (the heading of its section), and its
+   * description the question itself (the paragraph above the box), not the exercise's id. */
+  function nameBox(form, input) {
+    var section = form.closest("section");
+    var heading = section ? section.querySelector("h1, h2, h3, h4") : null;
+    if (!heading) { return; }
+    var copy = heading.cloneNode(true);
+    var links = copy.querySelectorAll(".headerlink");
+    for (var i = 0; i < links.length; i++) { links[i].parentNode.removeChild(links[i]); }
+    input.setAttribute("aria-label", "Answer to exercise " + copy.textContent.trim());
+    var question = form.previousElementSibling;
+    if (question && question.tagName.toLowerCase() === "p") {
+      if (!question.id) { question.id = "grpolab-question-" + form.getAttribute("data-exercise"); }
+      input.setAttribute("aria-describedby", question.id);
+    }
+  }
+
   function wire(form) {
     var verdict = form.querySelector(".grpolab-verdict");
     var input = form.querySelector("input[name=answer]");
+    nameBox(form, input);
     var data = pageData()[form.getAttribute("data-exercise")];
     if (!data) {
       verdict.textContent = "No checker data for this exercise (rebuild the book).";

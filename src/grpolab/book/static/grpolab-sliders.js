@@ -12,12 +12,29 @@
  *   readouts: flat list over all sliders' index grid (row-major): [value per readout]
  *   marker:   name of the slider whose value is marked on the x axis, or null
  */
-(function () {
+(function (root) {
   "use strict";
-  if (window.grpolabSliders) { return; }
+  if (root.grpolabSliders) { return; }
   var NS = "http://www.w3.org/2000/svg";
+  // Light-mode colours (matplotlib's tab10) as SVG attributes, so a saved copy of a chart keeps
+  // them; on the page the style's var(--grpolab-cN) (grpolab-sliders.css) follows the theme.
   var COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
-  var W = 640, H = 340, L = 64, R = 16, T = 14, B = 46;
+  // Margins of the plot area, in CSS pixels. The chart's width is the width it is shown at
+  // (measured, between MIN_W and MAX_W), so its text is drawn at its CSS size on any screen.
+  var L = 64, R = 16, T = 14, B = 46, MIN_W = 260, MAX_W = 760;
+
+  function seriesColor(i) {
+    var k = i % COLORS.length;
+    return {attr: COLORS[k], style: "var(--grpolab-c" + k + ", " + COLORS[k] + ")"};
+  }
+
+  // Width and height (CSS px) for a chart inside `box`: the box's content width, clamped.
+  function chartSize(box) {
+    var cs = root.getComputedStyle ? root.getComputedStyle(box) : null;
+    var pad = cs ? (parseFloat(cs.paddingLeft) || 0) + (parseFloat(cs.paddingRight) || 0) : 0;
+    var w = Math.round(Math.max(MIN_W, Math.min(MAX_W, (box.clientWidth || 640) - pad)));
+    return {W: w, H: Math.round(Math.max(230, Math.min(360, w * 0.53)))};
+  }
 
   function el(name, attrs, parent) {
     var e = document.createElementNS(NS, name);
@@ -63,10 +80,12 @@
     return ticks;
   }
 
-  function log2Ticks(lo, hi) {
+  function log2Ticks(lo, hi, maxTicks) {
     var ticks = [];
     for (var v = 1; v <= hi * (1 + 1e-9); v *= 2) { if (v >= lo * (1 - 1e-9)) { ticks.push(v); } }
-    return ticks;
+    var step = 1;
+    while (ticks.length / step > maxTicks) { step *= 2; }  // a narrow chart: every 2nd, 4th...
+    return ticks.filter(function (t, i) { return i % step === 0; });
   }
 
   function Figure(root) {
@@ -102,19 +121,36 @@
       s._output = value;
     });
     this.root.appendChild(controls);
-    this.svg = el("svg", {viewBox: "0 0 " + W + " " + H, role: "img", "class": "grpolab-plot"});
+    this.svg = el("svg", {role: "img", "class": "grpolab-plot", tabindex: "0"});  // opens full size (grpolab-zoom.js)
     this.svg.setAttribute("aria-label", spec.title);
     this.root.appendChild(this.svg);
+    if (root.ResizeObserver) {  // redraw at the new width (a rotated phone, a resized window)
+      var pending = false;
+      new root.ResizeObserver(function () {
+        if (pending) { return; }
+        pending = true;
+        root.requestAnimationFrame(function () {
+          pending = false;
+          if (chartSize(self.root).W !== self.drawnW) { self.draw(); }
+        });
+      }).observe(this.root);
+    }
     var legend = document.createElement("div");
     legend.className = "grpolab-legend";
     spec.series.forEach(function (label, i) {
       var item = document.createElement("span");
       var sw = document.createElement("span");
-      sw.className = "grpolab-swatch"; sw.style.background = COLORS[i % COLORS.length];
+      sw.className = "grpolab-swatch"; sw.style.background = seriesColor(i).style;
       item.appendChild(sw); item.appendChild(document.createTextNode(label));
       legend.appendChild(item);
     });
     this.root.appendChild(legend);
+    if (!spec.ylim) {  // a y-axis that rescales: say so, or a slider that scales the curve seems dead
+      this.yNote = document.createElement("p");
+      this.yNote.className = "grpolab-axis-note";
+      this.yNote.setAttribute("aria-live", "polite");
+      this.root.appendChild(this.yNote);
+    }
     var table = document.createElement("table");
     table.className = "grpolab-readouts";
     this.readoutCells = spec.readouts_labels.map(function (label) {
@@ -140,7 +176,12 @@
     var readouts = spec.readouts[flatIndex(allIdx, allSizes)];
     readouts.forEach(function (v, i) { self.readoutCells[i].textContent = fmt(v, spec.digits); });
 
-    var svg = this.svg;
+    var svg = this.svg, size = chartSize(this.root), W = size.W, H = size.H;
+    this.drawnW = W;
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    svg.setAttribute("width", String(W));
+    svg.setAttribute("height", String(H));
+    var narrow = W < 420;
     while (svg.firstChild) { svg.removeChild(svg.firstChild); }
     var xs = curve.x;
     var pts = [];
@@ -152,6 +193,10 @@
       ylo = pts.length ? Math.min.apply(null, pts) : 0; yhi = pts.length ? Math.max.apply(null, pts) : 1;
       if (!spec.logy) { ylo = Math.min(0, ylo); yhi = yhi > ylo ? yhi * 1.05 : ylo + 1; }
     }
+    if (this.yNote) {
+      this.yNote.textContent = "The y-axis follows the curves: it now runs from " + fmt(ylo, 3) + " to " +
+        fmt(yhi, 3) + (spec.logy ? " (log scale)" : "") + ".";
+    }
     var fx = spec.logx ? function (v) { return Math.log(v); } : function (v) { return v; };
     var fy = spec.logy ? function (v) { return Math.log(v); } : function (v) { return v; };
     var X = function (v) { return L + (fx(v) - fx(xlo)) / ((fx(xhi) - fx(xlo)) || 1) * (W - L - R); };
@@ -159,12 +204,12 @@
     var axes = el("g", {"class": "grpolab-axes"}, svg);
     el("line", {x1: L, y1: H - B, x2: W - R, y2: H - B}, axes);
     el("line", {x1: L, y1: T, x2: L, y2: H - B}, axes);
-    var xt = spec.logx ? log2Ticks(xlo, xhi) : niceTicks(xlo, xhi, 6);
+    var xt = spec.logx ? log2Ticks(xlo, xhi, narrow ? 5 : 9) : niceTicks(xlo, xhi, narrow ? 4 : 6);
     xt.forEach(function (t) {
       el("line", {x1: X(t), y1: H - B, x2: X(t), y2: H - B + 5}, axes);
       el("text", {x: X(t), y: H - B + 18, "text-anchor": "middle"}, axes).textContent = fmt(t, 3);
     });
-    var yt = spec.logy ? logTicks(ylo, yhi) : niceTicks(ylo, yhi, 5);
+    var yt = spec.logy ? logTicks(ylo, yhi) : niceTicks(ylo, yhi, narrow ? 4 : 5);
     yt.forEach(function (t) {
       el("line", {x1: L - 5, y1: Y(t), x2: L, y2: Y(t)}, axes);
       el("line", {x1: L, y1: Y(t), x2: W - R, y2: Y(t), "class": "grpolab-grid-line"}, axes);
@@ -174,17 +219,19 @@
     el("text", {x: 14, y: (T + H - B) / 2, "text-anchor": "middle", "class": "grpolab-axis-label",
                 transform: "rotate(-90 14 " + (T + H - B) / 2 + ")"}, axes).textContent = spec.ylabel;
     var clipY = function (y) { return Math.max(T, Math.min(H - B, Y(y))); };
-    curve.ys.forEach(function (ys, i) {
-      var d = [];
+    // The first series is the one the title names: draw it last, on top of the others.
+    var order = curve.ys.map(function (_, i) { return i; }).reverse();
+    order.forEach(function (i) {
+      var ys = curve.ys[i], c = seriesColor(i), d = [];
       ys.forEach(function (y, j) {
         if (y !== null && isFinite(y) && (!spec.logy || y > 0)) { d.push(X(xs[j]).toFixed(2) + "," + clipY(y).toFixed(2)); }
       });
-      el("polyline", {points: d.join(" "), fill: "none", stroke: COLORS[i % COLORS.length], "stroke-width": 2,
-                      "data-series": spec.series[i]}, svg);
+      el("polyline", {points: d.join(" "), fill: "none", stroke: c.attr, style: "stroke: " + c.style,
+                      "stroke-width": i === 0 ? 2.5 : 2, "data-series": spec.series[i]}, svg);
       if (xs.length <= 16) {  // few points: show where the data are
         d.forEach(function (pt) {
           var xy = pt.split(",");
-          el("circle", {cx: xy[0], cy: xy[1], r: 2.5, fill: COLORS[i % COLORS.length], "class": "grpolab-point"}, svg);
+          el("circle", {cx: xy[0], cy: xy[1], r: 2.5, fill: c.attr, style: "fill: " + c.style, "class": "grpolab-point"}, svg);
         });
       }
     });
@@ -193,10 +240,10 @@
       el("line", {x1: X(mv), y1: T, x2: X(mv), y2: H - B, "class": "grpolab-marker"}, svg);
       var j = xs.indexOf(mv);
       if (j >= 0) {
-        curve.ys.forEach(function (ys, i) {
-          var y = ys[j];
+        order.forEach(function (i) {
+          var y = curve.ys[i][j], c = seriesColor(i);
           if (y !== null && isFinite(y) && (!spec.logy || y > 0)) {
-            el("circle", {cx: X(mv), cy: clipY(y), r: 4, fill: COLORS[i % COLORS.length], "data-value": y}, svg);
+            el("circle", {cx: X(mv), cy: clipY(y), r: 4, fill: c.attr, style: "fill: " + c.style, "data-value": y}, svg);
           }
         });
       }
@@ -212,7 +259,7 @@
     }
   }
 
-  window.grpolabSliders = {mountAll: mountAll};
+  root.grpolabSliders = {mountAll: mountAll, chartSize: chartSize, seriesColor: seriesColor};
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", mountAll); }
   else { mountAll(); }
-})();
+})(window);

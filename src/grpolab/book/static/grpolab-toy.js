@@ -300,7 +300,8 @@
     var half = S > 1 ? tCritical975(S - 1) * Math.sqrt(ss / (S - 1)) / Math.sqrt(S) : 0;
     return [mean, half];
   }
-  function exactGradientMse(ds, c, B, G) {
+  // The first-step gradient's MSE and the squared norm of its mean (toy.exact_gradient_mse).
+  function exactGradient(ds, c, B, G) {
     if (c.scale_rewards === "batch" || c.loss_type === "dapo") { return null; }
     var N = ds.passRates.length, T = c.temperature, n = B * G, lmax = Math.max(1, c.wrong_length);
     var a = new Float64Array(G + 1), cc = new Float64Array(G + 1), r = new Float64Array(G), A = new Float64Array(G);
@@ -317,7 +318,7 @@
     }
     var logc = [];
     for (k = 0; k <= G; k++) { logc.push(lgamma(G + 1) - lgamma(k + 1) - lgamma(G - k + 1)); }
-    var sm1 = 0, sm2 = 0, per = 0;
+    var sm1 = 0, sm2 = 0, per = 0, own = 0;
     for (j = 0; j < N; j++) {
       var p = sigmoid(ds.logits[j] / T), m1 = 0, m2 = 0;
       for (k = 0; k <= G; k++) {
@@ -325,10 +326,15 @@
         var pmf = Math.exp(lp), g = (a[k] - p * cc[k]) / T;
         m1 += pmf * g; m2 += pmf * g * g;
       }
-      sm1 += m1; sm2 += m2; per += m2 / N - m1 * m1 / (N * N);
+      sm1 += m1; sm2 += m2; per += m2 / N - m1 * m1 / (N * N); own += (B * m1 / N) * (B * m1 / N);
     }
     var shared = c.transfer * c.transfer * (sm2 / N - (sm1 / N) * (sm1 / N));
-    return B * (shared + per);
+    var sharedMean = c.transfer * B * sm1 / N;
+    return {mse: B * (shared + per), signal: sharedMean * sharedMean + own};
+  }
+  function exactGradientMse(ds, c, B, G) {
+    var e = exactGradient(ds, c, B, G);
+    return e === null ? null : e.mse;
   }
   var FIT_B = [2, 8], FIT_G = [2, 3, 4, 6, 8, 16, 32];
   // Solve the k×k system A x = b by Gaussian elimination with partial pivoting.
@@ -358,31 +364,36 @@
     SUBSETS.forEach(function (cols) {
       var A = cols.map(function (a) { return cols.map(function (b) {
         return rows.reduce(function (acc, r) { return acc + r[a] * r[b]; }, 0); }); });
-      var rhs = cols.map(function (a) { return rows.reduce(function (acc, r) { return acc + r[a]; }, 0); });
+      var rhs = cols.map(function (a) { return rows.reduce(function (acc, r) { return acc + r[a] * r[3]; }, 0); });
       var sol = solve(A, rhs);
       if (sol.some(function (v) { return !(v >= 0); })) { return; }
       var c = [0, 0, 0];
       cols.forEach(function (col, i) { c[col] = sol[i]; });
-      var err = rows.reduce(function (acc, r) { var e = r[0] * c[0] + r[1] * c[1] + r[2] * c[2] - 1; return acc + e * e; }, 0);
+      var err = rows.reduce(function (acc, r) { var e = r[0] * c[0] + r[1] * c[1] + r[2] * c[2] - r[3]; return acc + e * e; }, 0);
       if (err < bestErr - 1e-15) { best = c; bestErr = err; }
     });
     return best;
   }
-  // G* on the unbiased estimator (toy.predicted_optimal_group_size).
+  // G* = 1 + sqrt(c3/c1) on the unbiased estimator (toy.predicted_optimal_group_size): the
+  // exact model MSE = c1/B + c2/(BG) + c3/(BG(G-1)) fitted under c3 >= c1 + |grad J|^2, as
+  // c3 = c1 + signal + d with (c1, c2, d) >= 0 on relative residuals (advise.fit_noise_constants).
   function fitGStar(ds, c0) {
     var c = {};
     for (var key in c0) { c[key] = c0[key]; }
     c.baseline = "leave_one_out"; c.scale_rewards = "none"; c.loss_type = "grpo"; c.wrong_length = 1;
-    var rows = [];
+    var rows = [], signal = null;
     for (var bi = 0; bi < FIT_B.length; bi++) {
       for (var gi = 0; gi < FIT_G.length; gi++) {
-        var B = FIT_B[bi], G = FIT_G[gi], mse = exactGradientMse(ds, c, B, G);
-        rows.push([1 / B / mse, 1 / (B * G) / mse, 1 / (B * G * G) / mse]);
+        var B = FIT_B[bi], G = FIT_G[gi], e = exactGradient(ds, c, B, G), mse = e.mse;
+        if (signal === null) { signal = Math.max(e.signal, 0); }
+        var last = 1 / (B * G * (G - 1));
+        rows.push([(1 / B + last) / mse, 1 / (B * G) / mse, last / mse, 1 - signal * last / mse]);
       }
     }
-    var cs = fitMseConstants(rows);
-    if (!cs || !(cs[0] > 0)) { return {c: cs || [NaN, NaN, NaN], G_star: NaN}; }
-    return {c: cs, G_star: Math.sqrt(cs[2] / cs[0])};
+    var x = fitMseConstants(rows);
+    if (!x || !(x[0] > 0)) { return {c: [NaN, NaN, NaN], G_star: NaN}; }
+    var cs = [x[0], x[1], x[0] + signal + x[2]];
+    return {c: cs, G_star: 1 + Math.sqrt(cs[2] / cs[0])};
   }
 
   // ------------------------------------------------------------------------------------
@@ -417,7 +428,7 @@
     var st = {};
     for (var k in STATE_DEFAULTS) { st[k] = k === "G" ? STATE_DEFAULTS.G.slice() : STATE_DEFAULTS[k]; }
     for (var key in obj) {
-      if (!(key in STATE_DEFAULTS)) { continue; }
+      if (!(key in STATE_DEFAULTS) || obj[key] === "") { continue; }
       if (key === "G") {
         var gs = obj.G.split(",").map(Number).filter(function (g) { return G_CHOICES.indexOf(g) >= 0; });
         if (gs.length) { st.G = gs.sort(function (x, y) { return x - y; }); }
@@ -429,24 +440,7 @@
     return st;
   }
 
-  var api = {mix32: mix32, seedKeys: seedKeys, uniform: uniform, lgamma: lgamma, betainc: betainc,
-    betaQuantile: betaQuantile, betaDataset: betaDataset, empiricalDataset: empiricalDataset,
-    makeDataset: makeDataset, config: config, prompts: prompts, train: train, advantages: advantages,
-    tCritical975: tCritical975, band: band, exactGradientMse: exactGradientMse, fitGStar: fitGStar,
-    BUCKET_LABELS: BUCKET_LABELS, DEFAULTS: DEFAULTS, STATE_DEFAULTS: STATE_DEFAULTS, G_CHOICES: G_CHOICES,
-    parseFragment: parseFragment, encodeState: encodeState, decodeState: decodeState};
-
-  if (typeof module !== "undefined" && module.exports) { module.exports = api; }
-  if (typeof document === "undefined") { return; }
-  if (root.grpolabToy) { if (root.grpolabToy.mountAll) { root.grpolabToy.mountAll(); } return; }
-  root.grpolabToy = api;
-
-  // ====================================================================================
-  // The page: controls, four SVG figures, readouts, scenarios in the URL
-  // ====================================================================================
-  var NS = "http://www.w3.org/2000/svg";
-  var COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
-  var W = 560, H = 300, PL = 56, PR = 12, PT = 12, PB = 42;
+  // The controls' values (the URL may ask for others: clampState snaps them to these).
   var SLIDERS = [
     ["budget", "completions per step (budget mode)", [16, 32, 48, 64, 96, 128, 192, 256, 384, 512]],
     ["prompts_per_step", "prompts per step B (prompts mode)", [1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64]],
@@ -471,6 +465,104 @@
     ["loss_type", "loss_type", [["grpo", "grpo"], ["dapo", "dapo"], ["dr_grpo", "dr_grpo"]]],
     ["dynamic_sampling", "dynamic sampling", [["0", "off"], ["1", "on (DAPO)"]]],
     ["x_axis", "learning curves against", [["completions", "completions generated"], ["steps", "optimizer steps"]]]];
+  // The Beta prior's number of prompts has no control; a URL may set it within these bounds
+  // (training time grows with it: 5000 prompts froze a tab for seconds).
+  var N_PROMPTS_RANGE = [4, 512];
+
+  function shortNum(v) { return String(Number(Number(v).toPrecision(6))); }
+
+  // Snap a decoded state onto the values the controls offer, in place (playground.clamp_state
+  // does the same in Python). Returns one sentence per value that was changed, for the reader.
+  function clampState(st, raw) {
+    var notes = [], k, i;
+    raw = raw || {};
+    for (var key in raw) {
+      if (!(key in STATE_DEFAULTS)) { notes.push("ignored " + key + "=" + raw[key] + ": not a setting of this playground."); }
+      else if (key !== "G" && raw[key] !== "" && typeof STATE_DEFAULTS[key] === "number" && !isFinite(Number(raw[key]))) {
+        notes.push("ignored " + key + "=" + raw[key] + ": not a number; using " + shortNum(STATE_DEFAULTS[key]) + ".");
+      }
+    }
+    if (raw.G !== undefined && raw.G !== "") {
+      var asked = String(raw.G).split(","), bad = asked.filter(function (g) { return G_CHOICES.indexOf(Number(g)) < 0; });
+      if (bad.length) {
+        notes.push("G = " + bad.join(", ") + (bad.length > 1 ? " are" : " is") + " not offered (choose from " +
+                   G_CHOICES.join(", ") + "); using G = " + st.G.join(", ") + ".");
+      }
+    }
+    for (i = 0; i < SLIDERS.length; i++) {
+      k = SLIDERS[i][0];
+      var values = SLIDERS[i][2], v = Number(st[k]), best = 0;
+      for (var j = 1; j < values.length; j++) { if (Math.abs(values[j] - v) < Math.abs(values[best] - v)) { best = j; } }
+      var snapped = values[best];
+      if (Math.abs(snapped - v) > 1e-9 * Math.max(1, Math.abs(v))) {
+        var lo = values[0], hi = values[values.length - 1];
+        notes.push(k + " = " + shortNum(v) + (v < lo || v > hi ? " is out of range (" + lo + " to " + hi + ")"
+                   : " is not one of the slider's values") + "; using " + shortNum(snapped) + ".");
+      }
+      st[k] = snapped;
+    }
+    for (i = 0; i < SELECTS.length; i++) {
+      k = SELECTS[i][0];
+      var options = SELECTS[i][2].map(function (o) { return o[0]; });
+      if (options.indexOf(String(st[k])) < 0) {
+        notes.push(k + " = " + st[k] + " is not an option (" + options.join(", ") + "); using " + STATE_DEFAULTS[k] + ".");
+        st[k] = STATE_DEFAULTS[k];
+      } else { st[k] = String(st[k]); }
+    }
+    var n = Number(st.n_prompts), nc = Math.round(Math.min(N_PROMPTS_RANGE[1], Math.max(N_PROMPTS_RANGE[0], n)));
+    if (nc !== n) {
+      notes.push("n_prompts = " + shortNum(n) + (n < N_PROMPTS_RANGE[0] || n > N_PROMPTS_RANGE[1] ? " is out of range ("
+                 + N_PROMPTS_RANGE[0] + " to " + N_PROMPTS_RANGE[1] + ")" : " is not a whole number") + "; using " + nc + ".");
+    }
+    st.n_prompts = nc;
+    return notes;
+  }
+
+  // Why a control changes nothing in setting `st` ("" when it does change something).
+  function inertReason(key, st) {
+    var budget = st.mode === "budget", ds = String(st.dynamic_sampling) === "1";
+    if (key === "budget" && !budget) { return "No effect with a fixed number of prompts per step: B is set by \u201cprompts per step\u201d."; }
+    if (key === "prompts_per_step" && budget) { return "No effect in fixed-budget mode: B = \u230abudget / G\u230b (switch batch to fixed prompts)."; }
+    if ((key === "a" || key === "b") && st.dataset === "smollm2") { return "No effect: the SmolLM2 pass rates replace the Beta prior."; }
+    if (key === "baseline" && st.optimizer === "adam" && Number(st.beta) === 0) {
+      return "No effect with Adam: the leave-one-out advantages are the mean baseline's times G/(G\u22121), " +
+             "a constant, and Adam's steps ignore a constant factor (try SGD, or a KL weight \u03b2 > 0).";
+    }
+    if (key === "loss_type" && Number(st.wrong_length) === 1) {
+      return "No effect while every completion has the same length: grpo, dapo and dr_grpo then weight " +
+             "all completions alike (set a wrong completion's length \u2260 1).";
+    }
+    if (key === "max_batches" && !ds) { return "No effect with dynamic sampling off."; }
+    if (key === "x_axis" && budget && !ds) {
+      return "The curves keep their shape: in fixed-budget mode without dynamic sampling every G spends " +
+             "about the same completions per step, so the two x-axes differ by a constant factor.";
+    }
+    return "";
+  }
+
+  var api = {mix32: mix32, seedKeys: seedKeys, uniform: uniform, lgamma: lgamma, betainc: betainc,
+    betaQuantile: betaQuantile, betaDataset: betaDataset, empiricalDataset: empiricalDataset,
+    makeDataset: makeDataset, config: config, prompts: prompts, train: train, advantages: advantages,
+    tCritical975: tCritical975, band: band, exactGradientMse: exactGradientMse, fitGStar: fitGStar,
+    BUCKET_LABELS: BUCKET_LABELS, DEFAULTS: DEFAULTS, STATE_DEFAULTS: STATE_DEFAULTS, G_CHOICES: G_CHOICES,
+    parseFragment: parseFragment, encodeState: encodeState, decodeState: decodeState,
+    clampState: clampState, inertReason: inertReason, SLIDERS: SLIDERS, SELECTS: SELECTS,
+    N_PROMPTS_RANGE: N_PROMPTS_RANGE};
+
+  if (typeof module !== "undefined" && module.exports) { module.exports = api; }
+  if (typeof document === "undefined") { return; }
+  if (root.grpolabToy) { if (root.grpolabToy.mountAll) { root.grpolabToy.mountAll(); } return; }
+  root.grpolabToy = api;
+
+  // ====================================================================================
+  // The page: controls, four SVG figures, readouts, scenarios in the URL
+  // ====================================================================================
+  var NS = "http://www.w3.org/2000/svg";
+  // Light-mode colours (matplotlib's tab10) as attributes; the style's var(--grpolab-cN)
+  // (grpolab-sliders.css) follows the theme.
+  var COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
+  // Plot margins in CSS px; each chart is drawn at the width its box has on the page.
+  var PL = 58, PR = 12, PT = 12, PB = 44;
 
   function el(name, attrs, parent, text) {
     var e = document.createElementNS(NS, name);
@@ -500,9 +592,31 @@
     return out;
   }
 
+  function paint(k) {
+    if (typeof k === "string") { return {attr: k, style: k}; }
+    var i = k % COLORS.length;
+    return {attr: COLORS[i], style: "var(--grpolab-c" + i + ", " + COLORS[i] + ")"};
+  }
+  var MUTED = {attr: "#57606a", style: "var(--grpolab-muted, #57606a)"};
+
+  // Width and height (CSS px) for a chart in `box`: drawn at the size it is shown, so its
+  // 12-13 px text stays 12-13 px on a phone (one column) and on a desktop (two columns).
+  function chartSize(box) {
+    var w = Math.round(Math.max(260, Math.min(760, box.clientWidth || 560)));
+    return {W: w, H: Math.round(Math.max(230, Math.min(330, w * 0.6)))};
+  }
+
   // A small line chart: series [{label, color, x[], y[], lo[], hi[], dash, points}], markers [{x, label}]
   function chart(svg, spec) {
     while (svg.firstChild) { svg.removeChild(svg.firstChild); }
+    var size = chartSize(svg.parentNode), W = size.W, H = size.H, narrow = W < 400;
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    svg.setAttribute("width", String(W));
+    svg.setAttribute("height", String(H));
+    if (spec.message) {  // nothing to draw: say why, in the chart itself
+      el("text", {x: W / 2, y: H / 2, "text-anchor": "middle", "class": "grpolab-toy-empty"}, svg, spec.message);
+      return;
+    }
     var xs = [], ys = [];
     spec.series.forEach(function (s) {
       s.x.forEach(function (x, i) {
@@ -520,87 +634,140 @@
     var axes = el("g", {"class": "grpolab-axes"}, svg);
     el("line", {x1: PL, y1: H - PB, x2: W - PR, y2: H - PB}, axes);
     el("line", {x1: PL, y1: PT, x2: PL, y2: H - PB}, axes);
-    var xt = spec.xticks || niceTicks(xlo, xhi, 6);
-    xt.forEach(function (t) {
+    var xt = spec.xticks || niceTicks(xlo, xhi, narrow ? 4 : 6);
+    var every = 1;  // thin crowded tick labels (about 34 px per label)
+    while (xt.length / every > (W - PL - PR) / 34) { every++; }
+    xt.forEach(function (t, i) {
       el("line", {x1: X(t), y1: H - PB, x2: X(t), y2: H - PB + 5}, axes);
-      el("text", {x: X(t), y: H - PB + 17, "text-anchor": "middle"}, axes, spec.xtickLabels ? spec.xtickLabels(t) : fmt(t, 3));
+      if (i % every === 0) {
+        el("text", {x: X(t), y: H - PB + 18, "text-anchor": "middle"}, axes, spec.xtickLabels ? spec.xtickLabels(t) : fmt(t, 3));
+      }
     });
-    niceTicks(ylo, yhi, 5).forEach(function (t) {
+    niceTicks(ylo, yhi, narrow ? 4 : 5).forEach(function (t) {
       el("line", {x1: PL, y1: Y(t), x2: W - PR, y2: Y(t), "class": "grpolab-grid-line"}, axes);
       el("text", {x: PL - 6, y: Y(t) + 4, "text-anchor": "end"}, axes, fmt(t, 3));
     });
     el("text", {x: (PL + W - PR) / 2, y: H - 6, "text-anchor": "middle", "class": "grpolab-axis-label"}, axes, spec.xlabel);
-    el("text", {x: 13, y: (PT + H - PB) / 2, "text-anchor": "middle", "class": "grpolab-axis-label",
-      transform: "rotate(-90 13 " + (PT + H - PB) / 2 + ")"}, axes, spec.ylabel);
+    el("text", {x: 14, y: (PT + H - PB) / 2, "text-anchor": "middle", "class": "grpolab-axis-label",
+      transform: "rotate(-90 14 " + (PT + H - PB) / 2 + ")"}, axes, spec.ylabel);
     spec.series.forEach(function (s) {
+      var c = s.color && s.color.attr ? s.color : paint(s.color);
       if (s.lo) {
         var up = [], dn = [];
         s.x.forEach(function (x, i) {
           if (isFinite(s.lo[i])) { up.push(X(x).toFixed(1) + "," + Y(s.hi[i]).toFixed(1)); dn.unshift(X(x).toFixed(1) + "," + Y(s.lo[i]).toFixed(1)); }
         });
-        el("polygon", {points: up.concat(dn).join(" "), fill: s.color, "fill-opacity": 0.18, stroke: "none", "class": "grpolab-band"}, svg);
+        el("polygon", {points: up.concat(dn).join(" "), fill: c.attr, style: "fill: " + c.style, "fill-opacity": 0.18,
+          stroke: "none", "class": "grpolab-band"}, svg);
       }
       var pts = [];
       s.x.forEach(function (x, i) { if (isFinite(s.y[i])) { pts.push(X(x).toFixed(1) + "," + Y(s.y[i]).toFixed(1)); } });
-      el("polyline", {points: pts.join(" "), fill: "none", stroke: s.color, "stroke-width": s.width || 2,
+      el("polyline", {points: pts.join(" "), fill: "none", stroke: c.attr, style: "stroke: " + c.style, "stroke-width": s.width || 2,
         "stroke-dasharray": s.dash || "none", "data-series": s.label}, svg);
       if (s.points) {
-        pts.forEach(function (pt) { var xy = pt.split(","); el("circle", {cx: xy[0], cy: xy[1], r: 3, fill: s.color}, svg); });
+        pts.forEach(function (pt) { var xy = pt.split(","); el("circle", {cx: xy[0], cy: xy[1], r: 3, fill: c.attr, style: "fill: " + c.style}, svg); });
       }
     });
     (spec.markers || []).forEach(function (m) {
       if (!isFinite(m.x) || m.x < xlo || m.x > xhi) { return; }
       el("line", {x1: X(m.x), y1: PT, x2: X(m.x), y2: H - PB, "class": "grpolab-marker", "data-marker": m.label}, svg);
-      el("text", {x: X(m.x) + 4, y: PT + 12, "class": "grpolab-marker-label"}, svg, m.label);
+      var right = X(m.x) > W - PR - 70;  // keep the label inside the chart
+      el("text", {x: X(m.x) + (right ? -4 : 4), y: PT + 12, "text-anchor": right ? "end" : "start",
+        "class": "grpolab-marker-label"}, svg, m.label);
     });
   }
+
+  function sameState(a, b) { return encodeState(a) === encodeState(b); }
 
   function Playground(rootEl) {
     this.root = rootEl;
     this.data = JSON.parse(rootEl.querySelector("script.grpolab-toy-data").textContent);
     this.timings = [];
     this.inputs = {};
-    var fromHash = parseFragment(root.location ? root.location.hash : "");
-    this.state = decodeState(Object.keys(fromHash).length ? fromHash : {});
     this.build();
-    this.run();
+    this.loadFromUrl();
     var self = this;
-    // A scenario link on the page (or an edited URL) changes the fragment: load that setting.
-    root.addEventListener("hashchange", function () {
-      var frag = parseFragment(root.location.hash);
-      if (encodeState(decodeState(frag)) === encodeState(self.state)) { return; }
-      self.state = decodeState(frag);
-      self.syncInputs();
-      var match = self.data.scenarios.filter(function (sc) {
-        return encodeState(decodeState(parseFragment(sc.hash))) === encodeState(self.state); });
-      self.scenarioNote.textContent = match.length ? match[0].notice : "";
-      self.run();
+    // Back and Forward (history entries pushed by the scenarios) and an edited URL.
+    var onUrl = function () {
+      var frag = parseFragment(root.location.hash), st = decodeState(frag);
+      clampState(st, frag);
+      if (!sameState(st, self.state)) { self.loadFromUrl(); }
+    };
+    root.addEventListener("popstate", onUrl);
+    root.addEventListener("hashchange", onUrl);
+    // A scenario link in the text: load it, add a history entry, and bring the figures into view.
+    document.addEventListener("click", function (event) {
+      var a = event.target.closest ? event.target.closest("a.grpolab-toy-scenario-link") : null;
+      if (!a || event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) { return; }
+      var sc = self.scenario(a.getAttribute("data-scenario"));
+      if (!sc) { return; }
+      event.preventDefault();
+      self.loadScenario(sc, true);
+      self.figuresTop.scrollIntoView({block: "start", behavior: "auto"});
     });
+    if (root.ResizeObserver) {  // redraw the charts at their new width
+      var pending = false, lastW = this.grid.clientWidth;
+      new root.ResizeObserver(function () {
+        if (pending || !self.last) { return; }
+        pending = true;
+        root.requestAnimationFrame(function () {
+          pending = false;
+          if (self.grid.clientWidth !== lastW) { lastW = self.grid.clientWidth; self.draw.apply(self, self.last); }
+        });
+      }).observe(this.grid);
+    }
   }
 
+  Playground.prototype.scenario = function (key) {
+    return this.data.scenarios.filter(function (sc) { return sc.key === key; })[0] || null;
+  };
+
+  // The setting in the URL, snapped to the controls' values, with a note for each value that
+  // was changed and the scenario's explanation when the URL is a scenario's.
+  Playground.prototype.loadFromUrl = function () {
+    var frag = parseFragment(root.location ? root.location.hash : "");
+    this.state = decodeState(frag);
+    var notes = clampState(this.state, frag), st = this.state;
+    var match = this.data.scenarios.filter(function (sc) {
+      var s2 = decodeState(parseFragment(sc.hash));
+      clampState(s2);
+      return sameState(s2, st);
+    });
+    this.scenarioNote.textContent = match.length ? match[0].notice : "";
+    this.urlNote.textContent = notes.length ? "The link asked for a setting the controls do not offer: " + notes.join(" ") : "";
+    this.urlNote.hidden = !notes.length;
+    this.syncInputs();
+    this.run();
+  };
+
+  Playground.prototype.loadScenario = function (sc, push) {
+    this.state = sc ? decodeState(parseFragment(sc.hash)) : decodeState({});
+    clampState(this.state);
+    this.syncInputs();
+    this.scenarioNote.textContent = sc ? sc.notice : "";
+    this.urlNote.textContent = ""; this.urlNote.hidden = true;
+    this.run(push);
+  };
+
   Playground.prototype.build = function () {
-    var self = this, root = this.root;
-    var scen = h("div", "grpolab-toy-scenarios", root);
+    var self = this, box = this.root;
+    var scen = h("div", "grpolab-toy-scenarios", box);
     h("span", "grpolab-toy-scenarios-label", scen, "Scenarios: ");
-    this.scenarioNote = h("p", "grpolab-toy-scenario-note", null, "");
     this.data.scenarios.forEach(function (sc) {
       var btn = h("button", "grpolab-toy-scenario", scen, sc.title);
       btn.type = "button";
       btn.setAttribute("data-scenario", sc.key);
-      btn.addEventListener("click", function () {
-        self.state = decodeState(parseFragment(sc.hash));
-        self.syncInputs();
-        self.scenarioNote.textContent = sc.notice;
-        self.run();
-      });
+      btn.addEventListener("click", function () { self.loadScenario(sc, true); });
     });
     var reset = h("button", "grpolab-toy-scenario", scen, "default");
     reset.type = "button";
     reset.setAttribute("data-scenario", "default");
-    reset.addEventListener("click", function () { self.state = decodeState({}); self.syncInputs(); self.scenarioNote.textContent = ""; self.run(); });
-    root.appendChild(this.scenarioNote);
+    reset.addEventListener("click", function () { self.loadScenario(null, true); });
+    this.urlNote = h("p", "grpolab-toy-url-note", box, "");
+    this.urlNote.setAttribute("role", "status");
+    this.urlNote.hidden = true;
 
-    var controls = h("div", "grpolab-controls grpolab-toy-controls", root);
+    var controls = h("div", "grpolab-controls grpolab-toy-controls", box);
     var gbox = h("div", "grpolab-toy-gs", controls);
     h("span", "grpolab-slider-label", gbox, "G values: ");
     this.gChecks = G_CHOICES.map(function (g) {
@@ -615,6 +782,12 @@
       });
       return cb;
     });
+    var noteFor = function (lab, key) {  // where the control says why it has no effect
+      var note = h("span", "grpolab-toy-inert", lab, "");
+      note.id = "grpolab-toy-inert-" + key + "-" + Math.random().toString(36).slice(2, 8);
+      note.hidden = true;
+      return note;
+    };
     SELECTS.forEach(function (spec) {
       var lab = h("label", "grpolab-slider", controls);
       h("span", "grpolab-slider-label", lab, spec[1]);
@@ -622,7 +795,7 @@
       sel.setAttribute("data-param", spec[0]);
       spec[2].forEach(function (o) { var op = h("option", null, sel, o[1]); op.value = o[0]; });
       sel.addEventListener("change", function () { self.state[spec[0]] = sel.value; self.run(); });
-      self.inputs[spec[0]] = {el: sel};
+      self.inputs[spec[0]] = {el: sel, label: lab, note: noteFor(lab, spec[0])};
     });
     SLIDERS.forEach(function (spec) {
       var lab = h("label", "grpolab-slider", controls);
@@ -634,40 +807,54 @@
       inp.addEventListener("input", function () {
         self.state[spec[0]] = spec[2][Number(inp.value)]; out.textContent = fmt(self.state[spec[0]], 4); self.run();
       });
-      self.inputs[spec[0]] = {el: inp, values: spec[2], out: out};
+      self.inputs[spec[0]] = {el: inp, values: spec[2], out: out, label: lab, note: noteFor(lab, spec[0])};
     });
-    this.status = h("p", "grpolab-toy-status", root, "");
+    this.status = h("p", "grpolab-toy-status", box, "");
     this.status.setAttribute("data-role", "status");
-    var grid = h("div", "grpolab-toy-figures", root);
+    this.status.setAttribute("role", "status");
+    // The scenario's explanation sits right above the figures it is about.
+    this.figuresTop = h("div", "grpolab-toy-figures-top", box);
+    this.scenarioNote = h("p", "grpolab-toy-scenario-note", this.figuresTop, "");
+    this.legend = h("div", "grpolab-legend", this.figuresTop);
+    var grid = h("div", "grpolab-toy-figures", box);
+    this.grid = grid;
     this.figs = {};
     [["curves", "Learning curves: mean pass rate over all prompts (95% band over seeds)"],
      ["final", "Final pass rate against G, with the predicted G* = \u221a(c\u2083/c\u2081)"],
      ["zero_variance", "Zero-variance groups over training: observed (solid) and p^G + (1\u2212p)^G (dashed)"],
      ["buckets", "Final pass rate per difficulty bucket (starting pass rate p\u2080)"]].forEach(function (f) {
-      var box = h("div", "grpolab-toy-figure", grid);
-      h("p", "grpolab-title", box, f[1]);
-      var svg = el("svg", {viewBox: "0 0 " + W + " " + H, role: "img", "class": "grpolab-plot", "data-figure": f[0]}, box);
+      var fig = h("div", "grpolab-toy-figure", grid);
+      h("p", "grpolab-title", fig, f[1]);
+      var svg = el("svg", {role: "img", "class": "grpolab-plot", "data-figure": f[0], tabindex: "0"}, fig);
       svg.setAttribute("aria-label", f[1]);
       self.figs[f[0]] = svg;
     });
-    this.legend = h("div", "grpolab-legend", root);
-    this.table = h("table", "grpolab-readouts grpolab-toy-readouts", root);
-    this.link = h("a", "grpolab-toy-link", h("p", null, root, "Link to this setting: "), "");
-    this.syncInputs();
+    this.table = h("table", "grpolab-readouts grpolab-toy-readouts", box);
+    this.link = h("a", "grpolab-toy-link", h("p", null, box, "Link to this setting: "), "");
   };
 
   Playground.prototype.syncInputs = function () {
-    var st = this.state, self = this;
+    var st = this.state;
     this.gChecks.forEach(function (cb) { cb.checked = st.G.indexOf(Number(cb.value)) >= 0; });
     for (var k in this.inputs) {
       var inp = this.inputs[k];
       if (inp.values) {
-        var best = 0;
-        inp.values.forEach(function (v, i) { if (Math.abs(v - st[k]) < Math.abs(inp.values[best] - st[k])) { best = i; } });
-        inp.el.value = String(best); st[k] = inp.values[best]; inp.out.textContent = fmt(st[k], 4);
+        var i = inp.values.indexOf(st[k]);
+        inp.el.value = String(i >= 0 ? i : 0); inp.out.textContent = fmt(st[k], 4);
       } else { inp.el.value = String(st[k]); }
     }
-    void self;
+  };
+
+  // Mark the controls that change nothing in the current setting, and say why.
+  Playground.prototype.markInert = function () {
+    for (var k in this.inputs) {
+      var inp = this.inputs[k], why = inertReason(k, this.state);
+      inp.note.textContent = why;
+      inp.note.hidden = !why;
+      inp.label.classList.toggle("grpolab-inert", !!why);
+      if (why) { inp.el.setAttribute("aria-describedby", inp.note.id); inp.el.setAttribute("data-inert", "true"); }
+      else { inp.el.removeAttribute("aria-describedby"); inp.el.removeAttribute("data-inert"); }
+    }
   };
 
   Playground.prototype.dataset = function () {
@@ -679,14 +866,23 @@
     return betaDataset(st.a, st.b, st.n_prompts);
   };
 
-  Playground.prototype.run = function () {
+  // Retrain every G of the state; `push` adds a history entry (a scenario), else the URL is
+  // replaced (a control change), so Back goes to the previous scenario, not the last slider move.
+  Playground.prototype.run = function (push) {
     var st = this.state, self = this;
     var start = (root.performance || Date).now();
     var ds, results = [], skipped = [], gstar = null;
+    this.markInert();
+    this.root.removeAttribute("data-error");
     try {
       ds = this.dataset();
       var seeds = [];
       for (var s = 0; s < st.seeds; s++) { seeds.push(s); }
+      var kept = ds.passRates.filter(function (p) { return p >= st.filter_low && p <= st.filter_high; }).length;
+      if (!kept) {
+        throw new Error("no prompt of this dataset has a starting pass rate between " + st.filter_low + " and " +
+                        st.filter_high + " (the \u201ctrain only on\u201d filter): widen the filter.");
+      }
       st.G.forEach(function (G) {
         if (st.mode === "budget" && st.budget < G) { skipped.push(G); return; }
         var c = config({num_generations: G, mode: st.mode, budget: st.budget, prompts_per_step: st.prompts_per_step,
@@ -699,23 +895,49 @@
       gstar = fitGStar(ds, config({temperature: st.temperature, transfer: st.transfer}));
     } catch (err) {
       this.root.setAttribute("data-error", String(err));
-      this.status.textContent = "error: " + err.message;
+      this.status.textContent = "Nothing to train: " + err.message;
+      this.clear("nothing to train (see the message above)");
+      this.writeUrl(push);
       return;
     }
     var ms = (root.performance || Date).now() - start;
     this.timings.push(ms);
-    this.draw(ds, results, gstar);
-    var msg = "Retrained " + results.length + " G value(s) \u00d7 " + st.seeds + " seeds \u00d7 " + st.steps +
-      " steps in your browser in " + Math.round(ms) + " ms.";
-    if (skipped.length) { msg += " Skipped G = " + skipped.join(", ") + " (larger than the budget)."; }
-    this.status.textContent = msg;
+    if (!results.length) {
+      var gmin = Math.min.apply(null, st.G);
+      this.status.textContent = "No G fits the budget: " + st.budget + " completions per step is less than one group of G = " +
+        st.G.join(", ") + ". Raise the budget to at least " + gmin + ", or tick a G of at most " + st.budget + ".";
+      this.clear("no G fits the budget of " + st.budget + " completions");
+    } else {
+      this.last = [ds, results, gstar];
+      this.draw(ds, results, gstar);
+      var msg = "Retrained " + results.length + " G value(s) \u00d7 " + st.seeds + " seeds \u00d7 " + st.steps +
+        " steps in your browser in " + Math.round(ms) + " ms.";
+      if (skipped.length) { msg += " Skipped G = " + skipped.join(", ") + ": more completions than the budget of " + st.budget + " per step."; }
+      this.status.textContent = msg;
+    }
     this.status.setAttribute("data-ms", String(ms));
-    var hash = encodeState(st);
-    var here = root.location ? root.location.href.split("#")[0] : "";
-    this.link.textContent = hash ? here + "#" + hash : here + " (the default setting)";
-    this.link.href = "#" + hash;
-    if (root.history && root.history.replaceState) { root.history.replaceState(null, "", "#" + hash); }
+    this.writeUrl(push);
     this.root.setAttribute("data-runs", String(this.timings.length));
+  };
+
+  Playground.prototype.writeUrl = function (push) {
+    var hash = encodeState(this.state), loc = root.location;
+    var here = loc ? loc.href.split("#")[0] : "";
+    this.link.textContent = hash ? here + "#" + hash : here + " (the default setting)";
+    this.link.href = hash ? "#" + hash : here;
+    if (!root.history || !root.history.replaceState) { return; }
+    var url = hash ? "#" + hash : loc.pathname + loc.search;  // the default setting: no bare "#"
+    if (loc.hash.replace(/^#/, "") === hash) { return; }
+    if (push) { root.history.pushState(null, "", url); } else { root.history.replaceState(null, "", url); }
+  };
+
+  // Empty charts with a sentence in each, and no table (nothing was trained).
+  Playground.prototype.clear = function (why) {
+    var self = this;
+    this.last = null;
+    Object.keys(this.figs).forEach(function (k) { chart(self.figs[k], {message: why}); });
+    this.legend.innerHTML = "";
+    this.table.innerHTML = "";
   };
 
   function padded(values) {
@@ -723,9 +945,11 @@
     return [Math.max(0, lo - pad), Math.min(1, hi + pad)];
   }
 
+  var BUCKET_SHORT = ["< 0.05", "0.05\u20130.2", "0.2\u20130.5", "\u2265 0.5"];
+
   Playground.prototype.draw = function (ds, results, gstar) {
     var st = this.state, self = this;
-    var colorOf = function (G) { return COLORS[G_CHOICES.indexOf(G) % COLORS.length]; };
+    var colorOf = function (G) { return paint(G_CHOICES.indexOf(G)); };
     var curves = [], zeroVar = [], finals = {x: [], y: [], lo: [], hi: []}, buckets = [];
     var rows = [["G", "prompts per step B", "final pass rate (95% CI)", "zero-variance groups observed", "p^G + (1\u2212p)^G", "completions"]];
     results.forEach(function (r) {
@@ -756,21 +980,21 @@
     });
     var gs = gstar && isFinite(gstar.G_star) ? gstar.G_star : NaN;
     var firstStart = results.length ? band(results[0].res.pass_rate, results[0].res.S, results[0].res.steps + 1, 0)[0] : NaN;
-    chart(this.figs.curves, {series: curves, xlabel: st.x_axis === "steps" ? "optimizer step" : "completions generated (mean over seeds)", ylabel: "mean pass rate over prompts", ylim: [0, 1]});
+    chart(this.figs.curves, {series: curves, xlabel: st.x_axis === "steps" ? "optimizer step" : "completions generated (mean over seeds)", ylabel: "mean pass rate", ylim: [0, 1]});
     var gmin = Math.min.apply(null, finals.x.concat([2])), gmax = Math.max.apply(null, finals.x.concat([4]));
     var ticks = G_CHOICES.filter(function (g) { return g >= gmin && g <= gmax; });
-    chart(this.figs.final, {series: [{label: "final pass rate", color: "#1f77b4", x: finals.x, y: finals.y, lo: finals.lo, hi: finals.hi, points: true},
-      {label: "start", color: "#8c959f", x: [gmin, gmax], y: [firstStart, firstStart], dash: "2 3", width: 1}],
+    chart(this.figs.final, {series: [{label: "final pass rate", color: paint(0), x: finals.x, y: finals.y, lo: finals.lo, hi: finals.hi, points: true},
+      {label: "start", color: MUTED, x: [gmin, gmax], y: [firstStart, firstStart], dash: "2 3", width: 1}],
       markers: [{x: gs, label: "G* = " + fmt(gs, 3)}], xlabel: "group size G", ylabel: "final pass rate", logx: true,
       xlim: [gmin, gmax], xticks: ticks, ylim: padded(finals.lo.concat(finals.hi, [firstStart]))});
-    chart(this.figs.zero_variance, {series: zeroVar, xlabel: "step", ylabel: "fraction of groups with no signal", ylim: [0, 1]});
-    chart(this.figs.buckets, {series: buckets, xlabel: "difficulty bucket (starting pass rate)", ylabel: "final pass rate", ylim: [0, 1],
-      xlim: [-0.3, 3.3], xticks: [0, 1, 2, 3], xtickLabels: function (t) { return BUCKET_LABELS[t] || ""; }});
+    chart(this.figs.zero_variance, {series: zeroVar, xlabel: "step", ylabel: "zero-variance fraction", ylim: [0, 1]});
+    chart(this.figs.buckets, {series: buckets, xlabel: "starting pass rate p₀ (difficulty bucket)", ylabel: "final pass rate", ylim: [0, 1],
+      xlim: [-0.4, 3.4], xticks: [0, 1, 2, 3], xtickLabels: function (t) { return BUCKET_SHORT[t] || ""; }});
     // legend + readouts
     this.legend.innerHTML = "";
     results.forEach(function (r) {
       var item = h("span", null, self.legend), sw = h("span", "grpolab-swatch", item);
-      sw.style.background = colorOf(r.G);
+      sw.style.background = colorOf(r.G).style;
       item.appendChild(document.createTextNode("G = " + r.G));
     });
     this.table.innerHTML = "";
