@@ -155,7 +155,7 @@ def test_constants_that_contradict_the_model_are_flagged():
 
 def _noise_rows(c1, c2, c3, signal, *, batches=64, points=((4, 2), (4, 4), (4, 8), (16, 2),
                                                            (16, 8), (16, 16))):
-    """Rows as grpolab.labs.sweep.run writes them, from the exact model (noise-free)."""
+    """Rows as grpolab.labs.sweep.sweep writes them, from the exact model (noise-free)."""
     rows = []
     for B, G in points:
         tv = float(theory.minibatch_gradient_mse(B, G, c1, c2, c3))

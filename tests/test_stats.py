@@ -61,6 +61,20 @@ def test_g_verdict_quotes_the_interval_and_counts_contrasts():
     assert len(v["contrasts"]) == 3 and all(r["differs"] for r in v["contrasts"])
 
 
+def test_trend_direction_names_only_what_the_interval_shows():
+    rng = np.random.default_rng(5)
+    up = {G: {s: 0.5 + 0.03 * np.log2(G) + 0.001 * rng.normal() for s in range(5)}
+          for G in (2, 4, 8)}
+    down = {G: {s: -v for s, v in seeds.items()} for G, seeds in up.items()}
+    flat = {G: {s: 0.5 + 0.01 * rng.normal() for s in range(5)} for G in (2, 4, 8)}
+    assert stats.trend_direction(stats.trend_in_log2_G(up)) == "rises with G"
+    assert stats.trend_direction(stats.trend_in_log2_G(down)) == "falls with G"
+    # a planted null must not be read as a direction
+    assert "no detectable" in stats.trend_direction(stats.trend_in_log2_G(flat))
+    same = {G: {s: 0.5 + 0.01 * G for s in range(3)} for G in (2, 4)}
+    assert "not a test" in stats.trend_direction(stats.trend_in_log2_G(same))
+
+
 def test_bad_input_is_a_clear_error():
     with pytest.raises(ValueError, match="two G"):
         stats.trend_in_log2_G({2: {0: 0.5}})

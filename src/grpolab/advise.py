@@ -665,7 +665,7 @@ class NoiseConstants:
         return float(theory.optimal_group_size(self.c1, self.c3))
 
 
-#: Keys of one gradient-noise row (what ``grpolab.labs.sweep.run`` writes per (B, G)).
+#: Keys of one gradient-noise row (what ``grpolab.labs.sweep.sweep`` writes per (B, G)).
 NOISE_ROW_KEYS = ("prompts_per_step", "G", "trace_variance", "mean_gradient_norm_sq")
 
 
@@ -704,7 +704,7 @@ def fit_noise_constants(rows: list[dict], source: str = "fit", *,
     Input: one row per (B, G) with ``prompts_per_step`` (B), ``G`` (≥ 2),
     ``trace_variance`` (E‖g − ḡ‖², the total variance of one batch's gradient) and
     ``mean_gradient_norm_sq`` (‖ḡ‖², the squared norm of the mean of the ``batches``
-    batch gradients), the rows ``grpolab.labs.sweep.run`` writes to ``gradient_noise.json``.
+    batch gradients), the rows ``grpolab.labs.sweep.sweep`` writes to ``gradient_noise.json``.
     With ``debias=True`` each row also needs ``batches`` (n) and its signal is debiased,
     ‖ḡ‖² − trace_variance/n (E‖ḡ‖² = ‖∇J‖² + tr Var/n); with ``debias=False``
     ``mean_gradient_norm_sq`` is taken as an unbiased estimate of ‖∇J‖² already.

@@ -135,9 +135,16 @@ def run_sweep_cmd(args: argparse.Namespace) -> int:
     summary = run_sweep(preset, args.out, progress=not args.quiet, plots=not args.no_plots)
     print(f"{summary['runs_finished']}/{summary['runs_planned']} runs finished in {args.out} "
           f"({summary['seconds_this_invocation']:.0f} s this invocation)")
+    from grpolab.labs.sweep.sweep import PRIMARY_METRIC
+
     for name, info in summary["regimes"].items():
-        means = ", ".join(f"G={G}: {m:.3f}" for G, m in info["final_accuracy_mean_by_G"].items())
-        print(f"[{name}] warm start {info['initial_accuracy']:.3f} -> final {means}")
+        runs = [r for r in summary["runs"] if r["regime"] == name]
+        by_G: dict[int, list[float]] = {}
+        for r in runs:
+            by_G.setdefault(int(r["G"]), []).append(r[PRIMARY_METRIC])
+        start = sum(r["initial_sampled_accuracy"] for r in runs) / len(runs)
+        means = ", ".join(f"G={G}: {sum(v) / len(v):.3f}" for G, v in sorted(by_G.items()))
+        print(f"[{name}] held-out sampled pass@1: warm start {start:.3f} -> final {means}")
         print(f"[{name}] {info['verdict']['statement']}")
         if info["zero_variance_mean_abs_gap"] is not None:
             print(f"[{name}] zero-variance groups: mean |observed - predicted| = "

@@ -4,9 +4,11 @@ and pairwise contrasts with Holm's correction. numpy and scipy only.
 Every lab verdict in the book comes from these functions, named before the runs:
 
 - **Primary test, the trend:** per seed, the least-squares slope of the metric against
-  log₂ G (the seed's runs share their prompt order and evaluation samples, so a per-seed
-  slope removes the seed's level); then a one-sample t interval of the mean slope over
-  seeds (n − 1 degrees of freedom). Units: metric change per doubling of G.
+  log₂ G (the seed's runs share their evaluation samples, so a per-seed slope removes
+  the seed's evaluation noise; at a fixed budget they do not share a prompt stream, since
+  B = budget / G prompts per step consume it at different rates); then a one-sample t
+  interval of the mean slope over seeds (n − 1 degrees of freedom). Units: metric change
+  per doubling of G.
 - **Secondary tests, contrasts:** every pair of arms (or every arm against a reference),
   paired by seed when both arms have the same seeds (a paired t interval of the per-seed
   difference), Welch's otherwise; p-values adjusted by Holm's step-down method for the
@@ -29,7 +31,7 @@ from scipy import stats
 
 __all__ = ["t_interval", "trend_in_log2_G", "contrast", "holm", "pairwise_contrasts",
            "g_verdict", "curvature_in_log2_G", "crossing_test", "best_G_with_ties",
-           "prompt_bootstrap_trend", "gstar_verdict", "GSTAR_MARGIN"]
+           "prompt_bootstrap_trend", "gstar_verdict", "GSTAR_MARGIN", "trend_direction"]
 
 
 def _clean(values, name: str) -> np.ndarray:
@@ -78,6 +80,18 @@ def trend_in_log2_G(by_G_and_seed: Mapping[int, Mapping[int, float]],
             "slope_per_doubling": ci["mean"], "low": ci["low"], "high": ci["high"],
             "p_value": p, "seeds": seeds, "G": Gs, "per_seed_slopes": slopes,
             "confidence": confidence}
+
+
+def trend_direction(trend: dict, alpha: float = 0.05) -> str:
+    """The words for a :func:`trend_in_log2_G` result, at level ``alpha``: "rises with G" or
+    "falls with G" when the interval excludes 0, else what the interval allows."""
+    if trend["low"] is None:
+        return "has one seed, so no interval"
+    if trend["p_value"] is None:
+        return "has no spread over seeds (not a test)"
+    if trend["p_value"] >= alpha:
+        return "shows no detectable trend in G"
+    return "rises with G" if trend["slope_per_doubling"] > 0 else "falls with G"
 
 
 def _p_value(ci: dict) -> float | None:

@@ -203,15 +203,25 @@ def plot_item(out: str | os.PathLike) -> list[str]:
     import matplotlib.pyplot as plt
 
     from grpolab.grpo.records import read_json
-    from grpolab.labs.common import save_figure
+    from grpolab.labs.common import FIGURE_STYLE
 
     out = os.fspath(out)
     res = read_json(os.path.join(out, "results.json"), "remedy results (grpolab remedies)",
                     keys=("item", "results"))
+    with plt.rc_context(FIGURE_STYLE):
+        return _plot_item(res, out)
+
+
+def _plot_item(res: dict, out: str) -> list[str]:
+    import matplotlib.pyplot as plt
+
+    from grpolab.labs.common import FIGURE_WIDTH, save_figure
+
     arms = res["results"]
     names = list(arms)
     cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, axes = plt.subplots(3, 1, figsize=(FIGURE_WIDTH, 11.5),
+                             gridspec_kw={"height_ratios": [1.3, 1, 1]})
     ax = axes[0]
     for k, a in enumerate(names):
         curves = arms[a]["curves"]
@@ -221,9 +231,9 @@ def plot_item(out: str | os.PathLike) -> list[str]:
         ax.plot(x, y.mean(0), color=cmap(k), label=a)
         ax.fill_between(x, y.min(0), y.max(0), color=cmap(k), alpha=0.15)
     ax.set_xlabel("completions generated")
-    ax.set_ylabel("held-out pass@1 (sampled)")
-    ax.set_title("accuracy vs completions (band: min–max over seeds)")
-    ax.legend(fontsize=7)
+    ax.set_ylabel("held-out pass@1")
+    ax.set_title("pass@1 vs completions (band: min–max over seeds)")
+    ax.legend(fontsize=9, ncol=2 if len(names) > 4 else 1)
     for j, (metric, label) in enumerate([(PRIMARY_METRIC, "final held-out pass@1"),
                                          SIDE_METRIC.get(res["item"],
                                                          ("final_kl", "final KL"))]):
@@ -234,22 +244,22 @@ def plot_item(out: str | os.PathLike) -> list[str]:
                 continue
             ax.bar(k, st["mean"], color=cmap(k), alpha=0.6)
             ax.scatter([k] * len(st.get("values", [])), st.get("values", []), color="k", s=10)
-        ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=7)
-        ax.set_ylabel(label)
+        ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=10)
+        ax.set_title(label)
         if metric == PRIMARY_METRIC:  # each arm's own warm-start pass@1, as a tick
             for k, a in enumerate(names):
                 init = arms[a]["initial_sampled_accuracy"]["mean"]
                 if init is not None:
                     ax.hlines(init, k - 0.4, k + 0.4, color="gray", ls="--",
                               label="warm start" if k == 0 else None)
-            ax.legend(fontsize=7)
-    fig.suptitle(f"{res['title']} (tiny model, {len(res['seeds'])} seeds)")
+            ax.legend(fontsize=9)
+    fig.suptitle(f"{res['title']}\n(tiny model, {len(res['seeds'])} seeds)")
     fig.tight_layout()
     paths = save_figure(fig, out, "results")
     probe = res.get("probe")
     if probe and "rows" in probe:  # temperature × G, sampling only
         rows = probe["rows"]
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        fig, axes = plt.subplots(2, 1, figsize=(FIGURE_WIDTH, 7.5), sharex=True)
         for T in sorted({r["temperature"] for r in rows}):
             rr = [r for r in rows if r["temperature"] == T]
             axes[0].plot([r["G"] for r in rr], [r["distinct_mean"] / r["G"] for r in rr],
@@ -259,17 +269,21 @@ def plot_item(out: str | os.PathLike) -> list[str]:
             if "zero_variance_predicted" in rr[0]:
                 axes[1].plot([r["G"] for r in rr], [r["zero_variance_predicted"] for r in rr],
                              ls="--", color=line.get_color(), label=f"T={T} predicted")
+        Gs = sorted({int(r["G"]) for r in rows})
         for ax in axes:
             ax.set_xscale("log", base=2)
-            ax.set_xlabel("G")
-            ax.legend(fontsize=7)
+            ax.set_xticks(Gs, [str(G) for G in Gs])
+            ax.minorticks_off()
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=9, ncol=2)
+        axes[1].set_xlabel("G")
         axes[0].set_ylabel("distinct completions / G")
         axes[1].set_ylabel("zero-variance fraction")
         fig.suptitle("warm start, sampling only")
         fig.tight_layout()
         paths += save_figure(fig, out, "probe")
     elif probe and "binary" in probe:  # the card's variance rule
-        fig, ax = plt.subplots(figsize=(6, 4))
+        fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 4))
         for kind, d in probe.items():
             if not isinstance(d, dict) or "trajectory" not in d:
                 continue
@@ -277,7 +291,7 @@ def plot_item(out: str | os.PathLike) -> list[str]:
         ax.set_yscale("log", base=2)
         ax.set_xlabel("step")
         ax.set_ylabel("G chosen by the card's rule")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=9)
         ax.set_title("'double if variance > 0.8, halve if < 0.2'")
         fig.tight_layout()
         paths += save_figure(fig, out, "probe")

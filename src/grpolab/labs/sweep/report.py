@@ -1,8 +1,8 @@
 """Plots of a G sweep (PNG and SVG), from the files a sweep writes; no training here.
 
-- ``accuracy.{png,svg}``: held-out greedy accuracy per G, mean and min–max band across
-  seeds, against steps (per-step view) and against completions (per-completion view), one
-  row per regime.
+- ``accuracy.{png,svg}``: held-out sampled pass@1 (the primary metric) per G, mean and
+  min–max band across seeds, against steps (per-step view) and against completions
+  (per-completion view), one row per regime.
 - ``zero_variance.{png,svg}``: fraction of zero-variance groups vs G: the closed form
   mean_j p_j^G + (1 − p_j)^G over the warm start's census pass rates, next to the observed
   fraction and the running prediction of every run.
@@ -18,10 +18,14 @@ import os
 
 import numpy as np
 
+from grpolab.labs.common import FIGURE_STYLE as _AXIS_STYLE
+from grpolab.labs.common import FIGURE_WIDTH as WIDTH
 from grpolab.labs.common import save_figure
 
 __all__ = ["plot_sweep", "load_curves", "plot_accuracy", "plot_zero_variance",
            "plot_gradient_noise", "read_sweep_summary"]
+
+
 
 
 _RUN_KEYS = ("regime", "G", "seed", "zero_variance_observed", "zero_variance_predicted")
@@ -72,6 +76,23 @@ def load_curves(out: str) -> list[dict]:
     return rows
 
 
+def _g_axis(ax, Gs) -> None:
+    """A log2 x axis ticked at the G values themselves (2, 4, 8, not 2^1, 2^2, 2^3)."""
+    Gs = sorted({int(G) for G in Gs})
+    ax.set_xscale("log", base=2)
+    if Gs:
+        ax.set_xticks(Gs, [str(G) for G in Gs])
+        ax.minorticks_off()
+
+
+def _one_two_five(v: float, _pos=None) -> str:
+    """Tick label of a log axis: the value at 1, 2 and 5 times a power of ten, else none."""
+    if v <= 0:
+        return ""
+    lead = v / 10 ** np.floor(np.log10(v))
+    return f"{v:g}" if any(abs(lead - d) < 1e-6 for d in (1, 2, 5)) else ""
+
+
 def _colors(Gs):
     import matplotlib.pyplot as plt
 
@@ -79,11 +100,20 @@ def _colors(Gs):
     return {G: cmap(i / max(1, len(Gs) - 1)) for i, G in enumerate(sorted(Gs))}
 
 
-def plot_accuracy(rows: list[dict], regimes: list[str], metric: str = "eval_greedy_accuracy"):
-    """Accuracy vs step and vs completions, mean line and min–max seed band per G."""
+def plot_accuracy(rows: list[dict], regimes: list[str], metric: str = "eval_sampled_accuracy"):
+    """Held-out accuracy vs step and vs completions, mean line and min–max seed band per G;
+    ``metric`` is a curves.csv column (sampled pass@1 by default, or greedy accuracy)."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(len(regimes), 2, figsize=(10, 3.2 * len(regimes)), squeeze=False)
+    with plt.rc_context(_AXIS_STYLE):
+        return _plot_accuracy(rows, regimes, metric)
+
+
+def _plot_accuracy(rows, regimes, metric):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(regimes), 2, figsize=(WIDTH, 3.0 * len(regimes) + 0.4),
+                             squeeze=False, sharey="row")
     for i, regime in enumerate(regimes):
         mine = [r for r in rows if r["regime"] == regime]
         Gs = sorted({int(r["G"]) for r in mine})
@@ -105,43 +135,57 @@ def plot_accuracy(rows: list[dict], regimes: list[str], metric: str = "eval_gree
                     ax.fill_between(x, np.nanmin(table, 0), np.nanmax(table, 0),
                                     color=colors[G], alpha=0.15)
         axes[i, 0].set_xlabel("GRPO step")
-        axes[i, 1].set_xlabel("completions sampled")
+        axes[i, 1].set_xlabel("completions")
+        axes[i, 1].ticklabel_format(axis="x", style="sci", scilimits=(0, 3))
+        axes[i, 0].set_ylabel(_METRIC_LABEL.get(metric, metric.replace("_", " ")))
         for ax in axes[i]:
-            ax.set_ylabel("held-out accuracy" if metric.startswith("eval_greedy")
-                          else metric.replace("_", " "))
             ax.set_title(f"{regime}")
             ax.grid(alpha=0.3)
-        axes[i, 0].legend(fontsize=8)
-    fig.suptitle("Held-out accuracy (greedy); band = min–max over seeds", fontsize=11)
+        axes[i, 0].legend(ncol=2, fontsize=9)
+    fig.suptitle(f"Held-out {_METRIC_LABEL.get(metric, metric)}; band = min–max over seeds")
     fig.tight_layout()
     return fig
+
+
+_METRIC_LABEL = {"eval_sampled_accuracy": "sampled pass@1",
+                 "eval_greedy_accuracy": "greedy accuracy"}
 
 
 def plot_zero_variance(summary: dict, regimes: list[str]):
     """Zero-variance fraction vs G: closed form at the warm start, observed, predicted."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(regimes), figsize=(4.6 * len(regimes), 3.4), squeeze=False)
-    for ax, regime in zip(axes[0], regimes, strict=True):
+    with plt.rc_context(_AXIS_STYLE):
+        return _plot_zero_variance(summary, regimes)
+
+
+def _plot_zero_variance(summary, regimes):
+    import matplotlib.pyplot as plt
+
+    ncol = min(2, len(regimes))
+    nrow = -(-len(regimes) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(WIDTH, 3.3 * nrow), squeeze=False)
+    for ax in axes.flat[len(regimes):]:
+        ax.set_visible(False)
+    for ax, regime in zip(axes.flat[:len(regimes)], regimes, strict=True):
         info = summary["regimes"][regime]
         th = {int(k): v for k, v in info["zero_variance_at_warm_start_theory"].items()}
         if th:
             Gs = sorted(th)
-            ax.plot(Gs, [th[G] for G in Gs], "k-", label="theory at warm start\n"
-                    "mean of p^G+(1-p)^G (census)")
+            ax.plot(Gs, [th[G] for G in Gs], "k-", label="p^G + (1-p)^G\nat the warm start")
         runs = [r for r in summary["runs"] if r["regime"] == regime]
         ax.scatter([r["G"] for r in runs], [r["zero_variance_observed"] for r in runs],
-                   marker="o", color="C0", label="observed (run mean)", zorder=3)
+                   marker="o", color="C0", label="observed", zorder=3)
         pred = [r for r in runs if r["zero_variance_predicted"] is not None]
         ax.scatter([r["G"] * 1.08 for r in pred], [r["zero_variance_predicted"] for r in pred],
-                   marker="x", color="C3", label="predicted from running\np estimates", zorder=3)
-        ax.set_xscale("log", base=2)
+                   marker="x", color="C3", label="running prediction", zorder=3)
+        _g_axis(ax, [r["G"] for r in runs] + list(th))
         ax.set_xlabel("G")
-        ax.set_ylabel("fraction of zero-variance groups")
+        ax.set_ylabel("zero-variance groups")
         gap = info.get("zero_variance_mean_abs_gap")
-        ax.set_title(f"{regime}" + (f" (mean |gap| {gap:.3f})" if gap is not None else ""))
+        ax.set_title(f"{regime}" + (f"\nmean |gap| {gap:.3f}" if gap is not None else ""))
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -150,13 +194,21 @@ def plot_gradient_noise(summary: dict, regimes: list[str]):
     """Gradient noise at the warm start vs G, and the mean logged gradient norm of runs."""
     import matplotlib.pyplot as plt
 
+    with plt.rc_context(_AXIS_STYLE):
+        return _plot_gradient_noise(summary, regimes)
+
+
+def _plot_gradient_noise(summary, regimes):
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
     noise = summary.get("gradient_noise", {})
-    fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.4))
+    fig, axes = plt.subplots(3, 1, figsize=(WIDTH, 8.4), sharex=True)
     for i, regime in enumerate(regimes):
         rows = noise.get(regime, [])
         if rows:
             mode = summary["regimes"].get(regime, {}).get("mode", "budget")
-            label = f"{regime} ({'completions' if mode == 'budget' else 'prompts'} per step fixed)"
+            label = f"{regime} ({'budget' if mode == 'budget' else 'prompts'} fixed)"
             axes[0].plot([r["G"] for r in rows], [r["trace_variance"] for r in rows], "o-",
                          color=f"C{i}", label=label)
             ok = [r for r in rows if r["noise_to_signal"] is not None]
@@ -167,19 +219,23 @@ def plot_gradient_noise(summary: dict, regimes: list[str]):
             Gs = sorted({r["G"] for r in runs})
             axes[2].plot(Gs, [np.mean([r["grad_norm_mean"] for r in runs if r["G"] == G])
                               for G in Gs], "o-", color=f"C{i}", label=regime)
-    axes[0].set_ylabel("E‖g − ḡ‖² (trace variance)")
-    axes[0].set_title("Gradient noise at the warm start")
+    axes[0].set_ylabel("E‖g − ḡ‖²")
+    axes[0].set_title("Gradient noise at the warm start (trace variance)")
     axes[1].set_ylabel("E‖g − ḡ‖² / ‖ḡ‖²")
     axes[1].set_title("Noise relative to the mean gradient")
-    axes[2].set_ylabel("mean gradient norm during training")
-    axes[2].set_title("Logged gradient norm (before clipping)")
+    axes[2].set_ylabel("gradient norm")
+    axes[2].set_title("Logged gradient norm during training (before clipping)")
+    all_G = [r["G"] for rows in noise.values() for r in rows] + [r["G"] for r in summary["runs"]]
     for ax in axes:
-        ax.set_xscale("log", base=2)
+        _g_axis(ax, all_G)
         if any(y > 0 for line in ax.get_lines() for y in line.get_ydata()):
             ax.set_yscale("log")
-        ax.set_xlabel("G")
+            plain = FuncFormatter(_one_two_five)  # 5, not 5 × 10^0
+            ax.yaxis.set_major_formatter(plain)
+            ax.yaxis.set_minor_formatter(plain)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=9)
+    axes[2].set_xlabel("G")
     fig.tight_layout()
     return fig
 
@@ -201,46 +257,85 @@ def plot_sweep(out: str) -> list[str]:
     return paths
 
 
-# ----------------------------------------------------------------------------- G* vs best G
-def predicted_g_star(noise_rows: list[dict], *, n_boot: int = 1000, seed: int = 0) -> dict:
-    """G* = √(c₃/c₁) predicted before training from the warm start's gradient noise.
+# ----------------------------------------------------------------------------- compute axis
 
-    ``noise_rows``: one regime of ``gradient_noise.json`` (rows at several (B, G)). The fit
-    is :func:`grpolab.advise.fit_noise_constants` (non-negative least squares of the
-    noise-to-signal ratio on 1/B, 1/(BG), 1/(BG²)). Its uncertainty: a percentile bootstrap
-    over each row's independent batch gradients when the rows carry their Gram matrix, and
-    always the range of G* when one G is left out of the fit.
-    """
-    from grpolab import theory
-    from grpolab.advise import AdviseError, fit_noise_constants
-    from grpolab.grpo.measure import noise_from_gram
 
-    def g_star(rows):
-        try:
-            c = fit_noise_constants(rows)
-        except AdviseError:
-            return None
-        return float(theory.optimal_group_size(c.c1, c.c3)) if c.c1 > 0 else None
+def plot_compute_curves(axis: dict, regime: str, metric: str = "1"):
+    """pass@k (default pass@1) against completions consumed, one line per G (mean over
+    seeds) with a min–max band: the iso-compute view."""
+    import matplotlib.pyplot as plt
 
-    c = fit_noise_constants(noise_rows)
-    out = {"c1": c.c1, "c2": c.c2, "c3": c.c3, "g_star": g_star(noise_rows)}
-    loo = [g_star([r for r in noise_rows if r is not row]) for row in noise_rows]
-    loo = [g for g in loo if g is not None and np.isfinite(g)]
-    out["leave_one_G_out"] = [min(loo), max(loo)] if loo else None
-    if all("gram" in r for r in noise_rows):
-        rng = np.random.default_rng(seed)
-        boots = []
-        for _ in range(n_boot):
-            rows = []
-            for r in noise_rows:
-                K = np.asarray(r["gram"])
-                idx = rng.integers(0, K.shape[0], K.shape[0])
-                rows.append({**r, **noise_from_gram(K[np.ix_(idx, idx)])})
-            g = g_star(rows)
-            if g is not None and np.isfinite(g):
-                boots.append(g)
-        if boots:
-            out["bootstrap_95"] = [float(np.percentile(boots, 2.5)),
-                                   float(np.percentile(boots, 97.5))]
-            out["bootstrap_draws"] = len(boots)
-    return out
+    reg = axis["regimes"][regime]
+    Gs = sorted(int(G) for G in reg["curves"])
+    colors = _colors(Gs)
+    with plt.rc_context(_AXIS_STYLE):
+        fig, ax = plt.subplots(figsize=(WIDTH, 4.0))
+        for G in Gs:
+            seeds = reg["curves"][str(G)]
+            rows = list(seeds.values())
+            n = min(len(r) for r in rows)
+            x = np.array([r["completions"] for r in rows[0][:n]], dtype=float)
+            y = np.array([[r["pass_at_k"][metric] for r in s[:n]] for s in rows])
+            keep = x > 0
+            ax.plot(x[keep], y.mean(0)[keep], "-o", ms=3, color=colors[G], label=f"G = {G}")
+            ax.fill_between(x[keep], y.min(0)[keep], y.max(0)[keep], color=colors[G], alpha=0.15)
+            ax.axhline(y[:, 0].mean(), color="gray", ls=":", lw=1)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("completions consumed (log scale)")
+        ax.set_ylabel(f"held-out pass@{metric}")
+        ax.set_title(f"{regime}: pass@{metric} against compute")
+        ax.grid(alpha=0.3)
+        ax.legend(ncol=2)
+        fig.tight_layout()
+    return fig
+
+
+def plot_pass_at_k(axis: dict, regime: str):
+    """pass@k against k at the warm start (dashed) and at the last checkpoint, per G."""
+    import matplotlib.pyplot as plt
+
+    reg = axis["regimes"][regime]
+    Gs = sorted(int(G) for G in reg["curves"])
+    colors = _colors(Gs)
+    ks = [int(k) for k in reg["k"]]
+    with plt.rc_context(_AXIS_STYLE):
+        fig, ax = plt.subplots(figsize=(WIDTH, 4.0))
+        start = []
+        for G in Gs:
+            rows = list(reg["curves"][str(G)].values())
+            final = np.array([[r[-1]["pass_at_k"][str(k)] for k in ks] for r in rows])
+            start.append([[r[0]["pass_at_k"][str(k)] for k in ks] for r in rows])
+            ax.plot(ks, final.mean(0), "-o", ms=3, color=colors[G], label=f"G = {G}, last")
+        ax.plot(ks, np.mean(np.concatenate(start), 0), "k--", label="warm start")
+        _g_axis(ax, ks)
+        ax.set_xlabel("k (samples per prompt)")
+        ax.set_ylabel("held-out pass@k")
+        ax.set_title(f"{regime}: pass@k before and after GRPO")
+        ax.grid(alpha=0.3)
+        ax.legend(ncol=2)
+        fig.tight_layout()
+    return fig
+
+
+def plot_crossing(axis: dict, regime: str):
+    """The crossing test's ingredient: the trend of pass@1 per doubling of G at each
+    checkpoint, with its t interval over seeds (IsoCompute predicts it rises with compute)."""
+    import matplotlib.pyplot as plt
+
+    cr = axis["regimes"][regime]["crossing"]
+    c = sorted(float(k) for k in cr["slope_by_checkpoint"])
+    key = {float(k): k for k in cr["slope_by_checkpoint"]}
+    y = [cr["slope_by_checkpoint"][key[v]] for v in c]
+    lo = [cr["slope_by_checkpoint_low"][key[v]] for v in c]
+    hi = [cr["slope_by_checkpoint_high"][key[v]] for v in c]
+    with plt.rc_context(_AXIS_STYLE):
+        fig, ax = plt.subplots(figsize=(WIDTH, 3.8))
+        ax.errorbar(c, y, yerr=[np.subtract(y, lo), np.subtract(hi, y)], fmt="o-", capsize=3)
+        ax.axhline(0, color="k", lw=1)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("completions consumed (log scale)")
+        ax.set_ylabel("Δ pass@1 per doubling of G")
+        ax.set_title(f"{regime}: which way does G point, as compute grows?")
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+    return fig

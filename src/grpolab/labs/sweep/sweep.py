@@ -47,7 +47,7 @@ from grpolab.grpo.records import (
 from grpolab.labs.common import CENSUS_SEED
 from grpolab.labs.sweep.presets import SweepPreset
 
-__all__ = ["run_sweep", "aggregate", "regime_verdicts", "PRIMARY_METRIC"]
+__all__ = ["run_sweep", "aggregate", "regime_verdicts", "census_path", "PRIMARY_METRIC"]
 
 # steps.csv keeps every STEP_STRIDE-th step of every run, these columns (small enough to commit)
 STEP_STRIDE = 5
@@ -73,7 +73,8 @@ def _census_stem(out: str, regime) -> str:
     return os.path.join(out, f"census-d{levels}{tag}")
 
 
-def _census_path(out: str, regime) -> str:
+def census_path(out: str, regime) -> str:
+    """Where a sweep in ``out`` keeps the census of ``regime`` (a :class:`Regime`)."""
     return _census_stem(out, regime) + ".npy"
 
 
@@ -223,10 +224,10 @@ def aggregate(out: str, preset: SweepPreset) -> dict:
         gaps = [r["zero_variance_abs_gap"] for r in mine if r["zero_variance_abs_gap"] is not None]
         gaps_plugin = [abs(r["zero_variance_predicted_plugin"] - r["zero_variance_observed"])
                        for r in mine if r["zero_variance_predicted_plugin"] is not None]
-        census_path = _census_path(out, regime)
+        census_file = census_path(out, regime)
         theory_zero, theory_zero_plugin = {}, {}
-        if os.path.isfile(census_path):
-            census = read_npy(census_path, "a pass-rate census", ndim=2)
+        if os.path.isfile(census_file):
+            census = read_npy(census_file, "a pass-rate census", ndim=2)
             k, n = census.sum(1), census.shape[1]
             for G in preset.group_sizes:
                 if G <= n:  # mean over prompts of the unbiased estimate of p^G + (1-p)^G
@@ -344,7 +345,7 @@ def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bo
                     f"{time.time() - start:.0f} s")
             model, tokenizer = policies[which]
             sharing = sum(finished.get(r.name, 0) for r in preset.regimes
-                          if _census_path(out, r) == _census_path(out, regime))
+                          if census_path(out, r) == census_path(out, regime))
             censuses[regime.name] = _census(out, preset, regime, model, tokenizer, task, cfg,
                                             sharing, log)
             if preset.noise_batches >= 2:
