@@ -14,8 +14,8 @@ from grpolab.grpo.config import GRPOConfig
 from grpolab.grpo.warmstart import WarmStartConfig
 
 __all__ = ["TASK_KWARGS", "COMPLETIONS_PER_STEP", "GROUP_SIZES", "CENSUS_SEED", "TINY_BASE",
-           "WEAK_WARMSTART_STEPS", "HARD_LEVELS", "HARD_OVERRIDES", "DR_GRPO", "save_figure",
-           "committed_results_dir"]
+           "WEAK_WARMSTART_STEPS", "HARD_LEVELS", "HARD_OVERRIDES", "HARD_STEPS", "DR_GRPO",
+           "FIGURE_WIDTH", "FIGURE_STYLE", "save_figure", "committed_results_dir"]
 
 #: The task every tiny-model lab shares: sums of 1- to 4-digit numbers. The warm start sees
 #: all four levels; each regime or remedy trains and evaluates on some of them.
@@ -42,6 +42,10 @@ WEAK_WARMSTART_STEPS = 1100
 #: tests/test_lab_numbers.py).
 HARD_LEVELS = [2]
 HARD_OVERRIDES = {"warmstart": {"steps": WEAK_WARMSTART_STEPS}}
+
+#: GRPO steps the hard regime needs before its pass@1 moves (its runs start to learn after
+#: about half of them; labs/05), and the length of the compute-axis runs.
+HARD_STEPS = 512
 
 #: The estimator the variance theory and its G* are exact for (book/theory/02): no std
 #: division and a G-independent loss normaliser (Dr. GRPO). With it, G changes the

@@ -36,7 +36,13 @@ from grpolab import theory
 from grpolab.advantages import group_advantages
 from grpolab.grpo.config import GRPOConfig
 from grpolab.grpo.rollout import sample
-from grpolab.labs.common import COMPLETIONS_PER_STEP, HARD_LEVELS, HARD_OVERRIDES
+from grpolab.labs.common import (
+    COMPLETIONS_PER_STEP,
+    HARD_LEVELS,
+    HARD_OVERRIDES,
+    HARD_STEPS,
+    TINY_BASE,
+)
 from grpolab.labs.remedies import strategies
 from grpolab.labs.remedies.remedy import Remedy, lab_config
 from grpolab.labs.remedies.report import aggregate_item
@@ -159,8 +165,12 @@ def _fixed_budget(G: int) -> dict:
 #: The regime that is hard by its census: 2-digit sums from the weaker warm start, at G = 4.
 #: Its census puts the informative share of groups, 1 - p^G - (1-p)^G averaged over prompts,
 #: near 0.3 at G = 4 (near 0.5 at G = 8): the range, q of 0.2 to 0.4, where dynamic sampling
-#: has most of a batch to refill (labs/03, section 1).
-_HARD = {"train_difficulties": list(HARD_LEVELS), **HARD_OVERRIDES, **_fixed_budget(4)}
+#: has most of a batch to refill (labs/03, section 1). Its pass@1 moves only after a few
+#: hundred steps, so its budget is the compute axis's (HARD_STEPS steps of 64 completions, at
+#: the sweeps' learning rate), not the mixed arms' 80 steps.
+_HARD = {"train_difficulties": list(HARD_LEVELS), **HARD_OVERRIDES, **_fixed_budget(4),
+         "completion_budget": HARD_STEPS * COMPLETIONS_PER_STEP,
+         "learning_rate": TINY_BASE.learning_rate, "eval_every": HARD_STEPS * 8}
 
 
 ITEMS: dict[str, LabItem] = {

@@ -75,6 +75,19 @@ def _runs(out: str, preset, regime) -> dict[tuple[int, int], list[dict]]:
     return found
 
 
+#: Why a sweep of another estimator gets no G*: the exact model's algebra assumes it.
+OUT_OF_SCOPE = ("not fitted: the exact model and its G* describe an estimator without std "
+                "division and with a G-independent normaliser (scale_rewards='none', loss_type "
+                "'dr_grpo' or 'grpo'); these runs used scale_rewards={!r}, loss_type={!r}")
+
+
+def unbiased_estimator(config) -> bool:
+    """Whether ``config``'s gradient estimator is one the exact noise model describes: no std
+    division (its mean would grow with G) and no normaliser that counts zero-variance groups
+    (``dapo`` divides by all the batch's tokens, so the step shrinks with them)."""
+    return config.scale_rewards == "none" and config.loss_type in ("dr_grpo", "grpo")
+
+
 def noise_g_star(rows: list[dict], *, n_boot: int = 500, seed: int = 0) -> dict:
     """The exact model's G* fitted on gradient-noise rows, with a bootstrap range over the
     batches of every row (their Gram matrices), and the fit's notes."""
@@ -166,10 +179,11 @@ def compute_axis(out: str, preset, *, write: bool = True) -> dict:
                      "prompts_per_bin": {BIN_NAMES[b]: int((bins == b).sum())
                                          for b in range(len(BIN_NAMES))},
                      "warm_start_pass_rate_mean": float(p0.mean()), "curves": curves}
+        if len(per_prompt_final) >= 2:  # each run's last evaluation, aligned or not
+            reg["final_trend_prompt_bootstrap"] = stats.prompt_bootstrap_trend(per_prompt_final)
         if len(preset.group_sizes) >= 2 and len(complete) >= 2:
             final = complete[-1]
             reg["final_trend"] = stats.g_verdict(by_ckpt[final], "pass@1")
-            reg["final_trend_prompt_bootstrap"] = stats.prompt_bootstrap_trend(per_prompt_final)
             reg["best_G"] = {str(c): stats.best_G_with_ties(by_ckpt[c]) for c in complete
                              if c > 0}
             if len([c for c in complete if c > 0]) >= 3:
@@ -178,7 +192,10 @@ def compute_axis(out: str, preset, *, write: bool = True) -> dict:
             if len(preset.group_sizes) >= 3:
                 reg["curvature_final"] = stats.curvature_in_log2_G(by_ckpt[final])
         rows = noise.get(regime.name)
-        if rows and len({r["G"] for r in rows}) >= 3:
+        config = preset.run_config(regime, preset.group_sizes[0], preset.seeds[0])
+        if rows and not unbiased_estimator(config):
+            reg["g_star"] = {"error": OUT_OF_SCOPE.format(config.scale_rewards, config.loss_type)}
+        elif rows and len({r["G"] for r in rows}) >= 3:
             try:
                 g = noise_g_star(rows)
             except ValueError as exc:

@@ -40,6 +40,7 @@ from grpolab.labs.common import (
     GROUP_SIZES,
     HARD_LEVELS,
     HARD_OVERRIDES,
+    HARD_STEPS,
     TASK_KWARGS,
     TINY_BASE,
 )
@@ -175,7 +176,7 @@ _GPU_SMOLLM2 = GRPOConfig(
 
 #: The compute axis: 8 evaluations evenly spaced in log(completions consumed), at steps 4,
 #: 8, ..., 512 of 64 completions (and the warm start at step 0).
-COMPUTE_STEPS = 512
+COMPUTE_STEPS = HARD_STEPS
 COMPUTE_EVALS = [COMPLETIONS_PER_STEP * 2 ** k for k in range(2, 10)]
 
 PRESETS: dict[str, SweepPreset] = {
