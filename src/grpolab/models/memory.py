@@ -156,11 +156,12 @@ def training_bytes(completions: int, new_tokens: int, shape: ModelShape,
                    prompt_tokens: int = PROMPT_TOKENS) -> int:
     """One backward pass over ``completions`` sequences: the logits and their
     log-softmax at every completion position, and the activations every layer keeps for
-    the backward pass: s·h·(34 + 5·a·s/h) bytes per sequence and layer in 16-bit floats
-    (Korthikanti et al., 2022, section 4.1), twice that in float32."""
+    the backward pass: 34·s·h bytes per sequence and layer in 16-bit floats with the
+    attention scores not kept (Korthikanti et al., 2022, section 4.1; PyTorch's fused
+    attention keeps none), twice that in float32."""
     tokens = prompt_tokens + new_tokens
     logits = 2 * new_tokens * shape.vocab * 4
-    activations = shape.layers * tokens * (68 * shape.hidden + 10 * shape.heads * tokens)
+    activations = shape.layers * tokens * 68 * shape.hidden
     return completions * (logits + activations)
 
 

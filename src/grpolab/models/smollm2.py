@@ -63,8 +63,10 @@ def cache_dir(root: str | os.PathLike | None = None) -> Path:
     else ``~/.cache/grpolab/smollm2``."""
     if root is not None:
         return Path(root)
-    base = os.environ.get("GRPOLAB_CACHE")
-    base_path = Path(base) if base else Path.home() / ".cache" / "grpolab"
+    from grpolab._files import env_folder
+
+    # GRPOLAB_CACHE naming a file: said at once, as the variable's (also from a notebook)
+    base_path = env_folder("GRPOLAB_CACHE") or Path.home() / ".cache" / "grpolab"
     return base_path / SMOLLM2
 
 
@@ -206,11 +208,12 @@ def load_tokenizer(cache: str | os.PathLike | None = None):
 
     target = cache_dir(cache)
     if is_cached(target):
-        tok = AutoTokenizer.from_pretrained(str(target))
+        tok = AutoTokenizer.from_pretrained(str(target), trust_remote_code=False)
     else:
         gguf = find_gguf()
         _check_gguf_deps()
-        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
+                                            trust_remote_code=False)
     tok.padding_side = "left"
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token

@@ -14,7 +14,7 @@ from grpolab.tasks.arithmetic import ArithmeticTask, PartialCreditArithmeticTask
 from grpolab.tasks.base import Task
 from grpolab.tasks.rewards import NoisyReward
 
-__all__ = ["get_task", "check_task", "task_arguments", "TASKS", "TASK_NAMES"]
+__all__ = ["get_task", "check_task", "task_arguments", "split_sizes", "TASKS", "TASK_NAMES"]
 
 
 def _noisy_arithmetic(q: float = 0.1, noise_seed: int = 0, **kwargs) -> NoisyReward:
@@ -41,9 +41,7 @@ def _nearest(name, known) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def task_arguments(name: str) -> tuple[str, ...]:
-    """The keyword arguments task ``name`` takes (its constructor's, through the wrappers);
-    read from the signatures, so a new argument is known without a list to update."""
+def _parameters(name: str) -> dict[str, inspect.Parameter]:
     if name == "word_problems":  # built lazily (it is larger): read the class, not the factory
         from grpolab.tasks.word_problems import WordProblemTask
 
@@ -52,12 +50,29 @@ def task_arguments(name: str) -> tuple[str, ...]:
         makers = [_noisy_arithmetic, ArithmeticTask]
     else:
         makers = [TASKS[name]]
-    names = []
+    out: dict[str, inspect.Parameter] = {}
     for make in makers:
         for p in inspect.signature(make).parameters.values():
             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self":
-                names.append(p.name)
-    return tuple(dict.fromkeys(names))
+                out.setdefault(p.name, p)
+    return out
+
+
+def task_arguments(name: str) -> tuple[str, ...]:
+    """The keyword arguments task ``name`` takes (its constructor's, through the wrappers);
+    read from the signatures, so a new argument is known without a list to update."""
+    return tuple(_parameters(name))
+
+
+def split_sizes(name: str, kwargs: dict) -> tuple[int, int]:
+    """``(n_train, n_eval)`` that task ``name`` would build from ``kwargs`` (its defaults
+    where not given), without building it: for memory estimates before any work."""
+    params = _parameters(name)
+    sizes = []
+    for arg in ("n_train", "n_eval"):
+        v = kwargs.get(arg, params[arg].default if arg in params else 0)
+        sizes.append(v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0)
+    return sizes[0], sizes[1]
 
 
 def check_task(name, kwargs, flag: str = "--task") -> None:

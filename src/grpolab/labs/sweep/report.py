@@ -184,8 +184,15 @@ def plot_gradient_noise(summary: dict, regimes: list[str]):
     return fig
 
 
-def plot_sweep(out: str) -> list[str]:
-    """Write every plot of the sweep in ``out`` to ``out/plots``; return the paths."""
+#: Most regimes ``plot_sweep`` draws (one row of panels each), and the largest curves.csv
+#: it reads: a summary of hundreds of regimes would take minutes and an unreadable figure.
+MAX_PLOT_REGIMES = 12
+MAX_CURVES_BYTES = 64 * 2**20
+
+
+def plot_sweep(out: str, *, max_regimes: int = MAX_PLOT_REGIMES, log=print) -> list[str]:
+    """Write every plot of the sweep in ``out`` to ``out/plots``; return the paths. At most
+    ``max_regimes`` regimes are drawn (the first ones; ``log`` gets a note saying so)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -193,9 +200,22 @@ def plot_sweep(out: str) -> list[str]:
     regimes = list(summary["regimes"])
     if not regimes:
         return []
+    if len(regimes) > max_regimes:
+        log(f"note: {out}/summary.json has {len(regimes)} regimes; plotting the first "
+            f"{max_regimes} ({', '.join(regimes[:3])}, ...)")
+        regimes = regimes[:max_regimes]
+    curves = os.path.join(out, "curves.csv")
+    if os.path.isfile(curves) and os.path.getsize(curves) > MAX_CURVES_BYTES:
+        from grpolab.grpo.records import CorruptFileError
+
+        raise CorruptFileError(curves, f"holds {os.path.getsize(curves) / 2**20:.0f} MiB, more "
+                               f"than the {MAX_CURVES_BYTES // 2**20} MiB lab plot reads",
+                               "plot fewer runs, or rerun 'grpolab lab sweep' to rebuild it")
     plots = os.path.join(out, "plots")
     os.makedirs(plots, exist_ok=True)
-    paths = save_figure(plot_accuracy(load_curves(out), regimes), plots, "accuracy")
+    keep = set(regimes)
+    rows = [r for r in load_curves(out) if r["regime"] in keep]
+    paths = save_figure(plot_accuracy(rows, regimes), plots, "accuracy")
     paths += save_figure(plot_zero_variance(summary, regimes), plots, "zero_variance")
     paths += save_figure(plot_gradient_noise(summary, regimes), plots, "gradient_noise")
     return paths
