@@ -26,12 +26,23 @@ def train(config, out_dir: str | os.PathLike, *, batches=None, task=None, use_vl
     """
     import contextlib
 
+    from safetensors import SafetensorError
+
     from grpolab.grpo.records import output_lock
 
     main = os.environ.get("RANK", "0") == "0"
     with output_lock(out_dir) if main else contextlib.nullcontext():
-        return _train(config, out_dir, batches=batches, task=task, use_vllm=use_vllm,
-                      lora_r=lora_r, **kwargs)
+        try:
+            return _train(config, out_dir, batches=batches, task=task, use_vllm=use_vllm,
+                          lora_r=lora_r, **kwargs)
+        except SafetensorError as exc:  # safetensors' errors are no OSError: one line here
+            reason = " ".join(str(exc).split())[:200]
+            if "deserializ" in reason:  # a damaged checkpoint of the starting policy
+                raise ValueError(f"could not read the starting model {config.model!r} "
+                                 f"({reason}); replace its damaged .safetensors file") from None
+            raise OSError(f"could not save the trained model in {os.fspath(out_dir)} "
+                          f"({reason}); the run has no summary, so freeing disk space and "
+                          "rerunning trains it again") from None
 
 
 def _train(config, out_dir, *, batches, task, use_vllm: bool, lora_r: int, **kwargs) -> dict:

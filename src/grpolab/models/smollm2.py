@@ -188,6 +188,8 @@ def load_smollm2(*, device=None, dtype=None, cache: str | os.PathLike | None = N
 
 def _write_cache(model, tokenizer, target: Path) -> None:
     """save_pretrained into a temporary sibling directory, then move it into place."""
+    from safetensors import SafetensorError
+
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
@@ -196,6 +198,12 @@ def _write_cache(model, tokenizer, target: Path) -> None:
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)
+    except (OSError, SafetensorError) as exc:  # a full disk: safetensors raises no OSError
+        shutil.rmtree(tmp, ignore_errors=True)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else " ".join(
+            str(exc).split())[:200]
+        raise OSError(f"could not write the SmolLM2 cache in {target.parent} ({reason}); "
+                      "nothing was cached: free disk space and rerun") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import inspect
 
-from grpolab.tasks.arithmetic import ArithmeticTask, PartialCreditArithmeticTask
+from grpolab.tasks.arithmetic import MAX_PROMPTS, ArithmeticTask, PartialCreditArithmeticTask
 from grpolab.tasks.base import Task
 from grpolab.tasks.rewards import NoisyReward
 
@@ -71,7 +71,9 @@ def split_sizes(name: str, kwargs: dict) -> tuple[int, int]:
     sizes = []
     for arg in ("n_train", "n_eval"):
         v = kwargs.get(arg, params[arg].default if arg in params else 0)
-        sizes.append(v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0)
+        # a size the task refuses counts 0 here: its constructor says why, naming it
+        ok = isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_PROMPTS
+        sizes.append(v if ok else 0)
     return sizes[0], sizes[1]
 
 

@@ -190,6 +190,16 @@ MAX_PLOT_REGIMES = 12
 MAX_CURVES_BYTES = 64 * 2**20
 
 
+def _plotted_run():
+    from grpolab._files import Field
+
+    share = Field("real", 0, 1, required=False, nullable=True)
+    return Field("object", extra_keys=True, fields={
+        "regime": Field("str"), "G": Field("int", 1), "seed": Field("int", 0),
+        "zero_variance_observed": share, "zero_variance_predicted": share,
+        "grad_norm_mean": Field("real", 0, required=False, nullable=True)})
+
+
 def plot_sweep(out: str, *, max_regimes: int = MAX_PLOT_REGIMES, log=print) -> list[str]:
     """Write every plot of the sweep in ``out`` to ``out/plots``; return the paths. At most
     ``max_regimes`` regimes are drawn (the first ones; ``log`` gets a note saying so)."""
@@ -204,13 +214,18 @@ def plot_sweep(out: str, *, max_regimes: int = MAX_PLOT_REGIMES, log=print) -> l
         log(f"note: {out}/summary.json has {len(regimes)} regimes; plotting the first "
             f"{max_regimes} ({', '.join(regimes[:3])}, ...)")
         regimes = regimes[:max_regimes]
-    curves = os.path.join(out, "curves.csv")
-    if os.path.isfile(curves) and os.path.getsize(curves) > MAX_CURVES_BYTES:
-        from grpolab.grpo.records import CorruptFileError
+    from grpolab._files import CorruptFileError, check, read_text
 
-        raise CorruptFileError(curves, f"holds {os.path.getsize(curves) / 2**20:.0f} MiB, more "
-                               f"than the {MAX_CURVES_BYTES // 2**20} MiB lab plot reads",
-                               "plot fewer runs, or rerun 'grpolab lab sweep' to rebuild it")
+    path, spec = os.path.join(out, "summary.json"), _plotted_run()
+    for i, run in enumerate(summary["runs"]):  # what the plots read, typed (else a TypeError
+        try:                                   # deep in matplotlib)
+            check(run, spec, path)
+        except CorruptFileError as exc:
+            raise CorruptFileError(path, f"runs[{i}]: {exc.problem}") from None
+    curves = os.path.join(out, "curves.csv")
+    if os.path.exists(curves):  # a device or a FIFO refused unread, and at most 64 MiB
+        read_text(curves, "a sweep's curves", max_bytes=MAX_CURVES_BYTES,
+                  remedy="rerun 'grpolab lab sweep' to rebuild it")
     plots = os.path.join(out, "plots")
     os.makedirs(plots, exist_ok=True)
     keep = set(regimes)
