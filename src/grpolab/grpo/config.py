@@ -30,6 +30,7 @@ from grpolab.grpo.fields import (
     seed_rule,
 )
 from grpolab.grpo.warmstart import WarmStartConfig
+from grpolab.tasks.arithmetic import MAX_PROMPTS  # the most prompts a split can hold
 
 __all__ = ["GRPOConfig", "LOSS_TYPES", "BACKENDS", "RULES", "Rule", "apply_overrides",
            "check_field", "check_fields", "field_docs", "training_prompts",
@@ -54,8 +55,6 @@ MAX_EVAL_SAMPLES = 4096
 MAX_CENSUS_SAMPLES = 65536
 #: Most updates per generation batch (TRL's num_iterations; 1 to 4 in practice).
 MAX_ITERATIONS = 1024
-#: Most prompts a split can hold (grpolab.tasks.arithmetic.MAX_PROMPTS).
-MAX_PROMPTS = 10**6
 
 
 @dataclass
