@@ -215,7 +215,8 @@ BAD_INPUT = [
                    f"{key} must be", id=f"train-task-{key}-2**31-1")
       for key in ("n_train", "n_eval", "digits", "operands")],
     *[pytest.param(["lab", "pass-rates", "--out", "OUT", flag, str(2**31 - 1)], 2,
-                   f"{flag} must be an integer", id=f"pass-rates-{flag[2:]}-2**31-1")
+                   f"{flag[2:].replace('-', '_')} must be an integer",
+                   id=f"pass-rates-{flag[2:]}-2**31-1")
       for flag in ("--samples", "--max-new-tokens", "--prompts-per-level")],
     pytest.param([*SWEEP, "--out", "OUT", "--G", str(2**31 - 1)], 2,
                  "--num-generations must be <= 16384", id="sweep-G-2**31-1"),

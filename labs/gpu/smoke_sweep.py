@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"backend {p.config.backend}, device {p.config.device}")
             return 0
         preset = shrink(build_preset(args))
-        from grpolab.labs.sweep.run import run_sweep
+        from grpolab.labs.sweep.sweep import run_sweep
 
         summary = run_sweep(preset, args.out, progress=not args.quiet, plots=not args.no_plots)
     except (ValueError, FileNotFoundError, ImportError) as exc:

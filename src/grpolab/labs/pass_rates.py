@@ -73,15 +73,15 @@ class PassRateConfig:
         from grpolab.models.memory import model_shape as shape_of
         from grpolab.tasks.registry import check_task
 
-        as_positive_int(self.prompts_per_level, "--prompts-per-level",
+        as_positive_int(self.prompts_per_level, "prompts_per_level",
                         maximum=MAX_PROMPTS_PER_LEVEL)
-        as_positive_int(self.samples, "--samples", minimum=2, maximum=MAX_SAMPLES)
-        as_positive_int(self.max_new_tokens, "--max-new-tokens", maximum=MAX_NEW_TOKENS)
-        as_positive_int(self.seed, "--seed", minimum=0, maximum=2**32 - 1)
+        as_positive_int(self.samples, "samples", minimum=2, maximum=MAX_SAMPLES)
+        as_positive_int(self.max_new_tokens, "max_new_tokens", maximum=MAX_NEW_TOKENS)
+        as_positive_int(self.seed, "seed", minimum=0, maximum=2**32 - 1)
         if self.split not in ("eval", "train"):
             raise ValueError(f"split must be 'eval' or 'train', got {self.split!r}")
         if not (isinstance(self.temperature, int | float) and 0 < self.temperature <= 100):
-            raise ValueError(f"--temperature must be in (0, 100], got {self.temperature!r}")
+            raise ValueError(f"temperature must be in (0, 100], got {self.temperature!r}")
         if not (isinstance(self.top_p, int | float) and 0 < self.top_p <= 1):
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
         if not isinstance(self.model, str) or not self.model:
