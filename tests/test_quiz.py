@@ -134,14 +134,16 @@ def test_kinds_filter_and_bad_arguments():
 
 
 @pytest.mark.parametrize("text,value", [("0.25", 0.25), ("25%", 0.25), ("1/4", 0.25),
-                                        (" 2.5e-3 ", 0.0025), ("-1.5", -1.5), ("1,024", 1024)])
+                                        (" 2.5e-3 ", 0.0025), ("-1.5", -1.5), ("1,024", 1024),
+                                        ("12,345.5", 12345.5)])
 def test_parse_answer_accepts_common_formats(text, value):
     assert parse_answer(text) == pytest.approx(value)
 
 
-@pytest.mark.parametrize("text", ["abc", "", "nan", "inf", "1/0", "0.2.3"])
+@pytest.mark.parametrize("text", ["abc", "", "nan", "inf", "1/0", "0.2.3", "0,2482", "2,5",
+                                  "0,248", "1,02"])
 def test_parse_answer_rejects_garbage(text):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="decimal point" if "," in text else ""):
         parse_answer(text)
 
 

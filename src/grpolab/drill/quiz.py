@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
@@ -69,11 +70,18 @@ class Question:
 def parse_answer(text: str) -> float:
     """Read a numeric answer: ``0.25``, ``25%``, ``1/4``, ``2.5e-3`` or ``-1.5``.
 
-    Raises ValueError (naming what was typed) for anything else, including nan and inf.
+    Raises ValueError (naming what was typed) for anything else, including nan and inf and
+    a decimal comma (refused with a hint, as the book's answer boxes do; ``1,024`` is
+    read as thousands).
     """
-    s = str(text).strip().replace(",", "").replace(" ", "")
+    s = str(text).strip().replace(" ", "")
     if not s:
         raise ValueError("empty answer")
+    if "," in s:  # thousands separators (1,024) are read; a decimal comma (0,2482) is not
+        if not re.fullmatch(r"-?[1-9]\d{0,2}(,\d{3})+(\.\d*)?%?", s):
+            raise ValueError(f"not a number: {text.strip()!r} (use a decimal point, e.g. "
+                             f"{s.replace(',', '.', 1)!r})")
+        s = s.replace(",", "")
     scale = 1.0
     if s.endswith("%"):
         s, scale = s[:-1], 0.01
