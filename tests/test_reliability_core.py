@@ -827,3 +827,199 @@ def test_advise_evaluates_prompts_in_arrays_not_one_call_each(monkeypatch):
     a = adv.advise(d)
     assert calls["n"] <= 10, calls
     assert any(r["remedy"] == "adaptive G" for r in a.remedies)
+
+
+# ======================================================================================
+# 8. Issue 26, phase 2, the torch-free parts: task settings, task names, memory bounds,
+#    schemas, locks held by a folder above, notebook entry points of the env variables
+# ======================================================================================
+# (task keyword arguments, fragment); each checked in a child with a deadline, because a
+# count that slipped through used to draw billions of prompts or build a 2-billion-digit
+# number (a hang, not an error)
+TASK_SETTINGS = [
+    ({"n_train": 2**31 - 1}, "n_train must be an integer >= 1 and <= 1000000"),
+    ({"n_eval": 2**31 - 1}, "n_eval must be an integer >= 1 and <= 1000000"),
+    ({"digits": [2**31 - 1]}, "digits must be an integer >= 1 and <= 18"),
+    ({"digits": [1] * 100}, "digits must list 1 to 18 distinct integers"),
+    ({"operands": [2**31 - 1]}, "operands must be an integer >= 2 and <= 8"),
+    ({"seed": 2**40}, "seed must be an integer >= 0 and <= 4294967295"),
+    ({"ops": ["+"]}, "ops must be a string of 1 to 16 of the characters"),
+    ({"ops": "+/"}, "ops must be a string of 1 to 16 of the characters"),
+    ({"ops": "+" * 17}, "ops must be a string of 1 to 16 of the characters"),
+    ({"ops": ""}, "ops must be a string of 1 to 16 of the characters"),
+    ({"digits": [2, 3], "n_train": 900_000, "n_eval": 100_000},
+     "more distinct prompts than digits=(2, 3), operands=(2,), ops='+' allow (at most 409050)"),
+    ({"digits": [1], "n_train": 60}, "(at most 50)"),
+]
+
+
+@pytest.mark.parametrize("kwargs,fragment", TASK_SETTINGS,
+                         ids=[json.dumps(k)[:40] for k, _ in TASK_SETTINGS])
+def test_a_task_setting_is_refused_before_a_prompt_is_drawn(kwargs, fragment, tmp_path):
+    script = textwrap.dedent("""
+        import json, sys, time
+        from grpolab.tasks.arithmetic import ArithmeticTask
+        start = time.monotonic()
+        try:
+            ArithmeticTask(**json.loads(sys.argv[1]))
+            print("accepted")
+        except ValueError as exc:
+            print(f"{time.monotonic() - start:.3f} {exc}")
+    """)
+    done = subprocess.run([sys.executable, "-c", script, json.dumps(kwargs)],
+                          capture_output=True, text=True, timeout=60, env=_env(tmp_path),
+                          preexec_fn=_limit_memory)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seconds, _, message = done.stdout.strip().partition(" ")
+    assert fragment in message, done.stdout
+    assert float(seconds) < 1.0, done.stdout  # refused up front, not after drawing
+
+
+def test_the_arithmetic_task_still_draws_the_same_prompts():
+    """The checks are not a new task: the labs' prompt sets are unchanged (hashes of the
+    prompts drawn by the code before the checks)."""
+    import hashlib
+
+    from grpolab.tasks.arithmetic import ArithmeticTask
+
+    def digest(task):
+        rows = [(p.text, p.answer, p.difficulty) for p in task.train_prompts + task.eval_prompts]
+        return hashlib.sha256(repr(rows).encode()).hexdigest()[:16]
+
+    assert digest(ArithmeticTask(digits=[1, 2, 3, 4], operands=[2], ops="+", n_train=2000,
+                                 n_eval=400, seed=0)) == "5e3d00f29907ddfb"
+    assert digest(ArithmeticTask(digits=3, operands=(2, 3), ops="+-*", n_train=500, n_eval=50,
+                                 seed=7)) == "f75023a7d2e6db8e"
+
+
+def test_task_names_and_arguments_get_the_nearest_valid_one():
+    from grpolab.tasks.registry import check_task, split_sizes
+
+    for name, kwargs, fragment in (
+            ("arithmetik", {}, "(did you mean 'arithmetic'?)"),
+            ("arithmetic", {"digitz": [1]}, "takes no argument 'digitz' (did you mean 'digits'?)"),
+            ("arithmetic_noisy", {"noise_sead": 1}, "(did you mean 'noise_seed'?)"),
+            ("word_problems", {"n_trian": 5}, "(did you mean 'n_train'?)"),
+            ("arithmetic", [1], "--task-kwargs must be a JSON object")):
+        with pytest.raises(ValueError) as exc:
+            check_task(name, kwargs)
+        assert fragment in str(exc.value), str(exc.value)
+    check_task("arithmetic_noisy", {"q": 0.1, "digits": [1]})  # the wrapper's and the task's
+    assert split_sizes("arithmetic", {}) == (2000, 300)
+    assert split_sizes("word_problems", {"n_eval": 7}) == (400, 7)
+
+
+def test_a_memory_refusal_says_what_fits_and_that_is_true(monkeypatch):
+    """The one-line refusal names the largest count that fits; that count passes and one
+    more does not (the estimate and the message agree)."""
+    import re
+
+    import grpolab.models.memory as memory
+    from grpolab.grpo.config import GRPOConfig, apply_overrides
+
+    monkeypatch.setattr(memory, "machine_memory", lambda: 64 * 2**30)
+    with pytest.raises(ValueError) as exc:
+        apply_overrides(GRPOConfig(), num_generations=2, prompts_per_step=8192,
+                        max_completion_length=4096)
+    message = str(exc.value)
+    assert "\n" not in message and "more than the 64 GiB this machine has" in message
+    fits = int(re.search(r"at most (\d+) completions of 4096 tokens fit", message).group(1))
+    assert 2 <= fits < 16384
+    apply_overrides(GRPOConfig(), num_generations=2, prompts_per_step=fits // 2,
+                    max_completion_length=4096)
+    with pytest.raises(ValueError, match="completions of 4096 tokens fit"):
+        apply_overrides(GRPOConfig(), num_generations=2, prompts_per_step=fits // 2 + 1,
+                        max_completion_length=4096)
+
+
+def test_every_count_of_a_run_config_has_a_stated_maximum():
+    """At 2**31 - 1 every count-like field of GRPOConfig is refused up front in one line
+    naming its flag (eval_every and the seeds are not counts of work)."""
+    from grpolab.grpo.config import RULES, GRPOConfig, apply_overrides
+
+    counts = [n for n, r in RULES.items() if r.kind == "int"
+              and n not in ("eval_every", "seed", "census_seed", "advantage_ddof")]
+    assert len(counts) == 10
+    for name in counts:
+        with pytest.raises(ValueError) as exc:
+            apply_overrides(GRPOConfig(), {name: 2**31 - 1})
+        assert str(exc.value).startswith(f"--{name.replace('_', '-')} "), str(exc.value)
+
+
+def test_schema_nullable_and_extra_keys(tmp_path):
+    from grpolab import _files
+
+    spec = _files.Field("object", extra_keys=True, fields={
+        "G": _files.Field("int", 1), "gap": _files.Field("real", 0, 1, nullable=True)})
+    _files.check({"G": 2, "gap": None, "other": [1, 2]}, spec, "x.json")
+    with pytest.raises(_files.CorruptFileError, match="field gap must be a finite number in "
+                                                      r"\[0, 1\] or null, got 'wide'"):
+        _files.check({"G": 2, "gap": "wide"}, spec, "x.json")
+    strict = _files.Field("object", fields={"G": _files.Field("int", 1)})
+    with pytest.raises(_files.CorruptFileError, match="unknown field 'g'"):
+        _files.check({"G": 2, "g": 1}, strict, "x.json")
+
+
+def test_a_lock_held_by_a_folder_above_is_found_and_our_own_is_not(tmp_path):
+    from grpolab import _locks
+
+    outer = tmp_path / "sweep"
+    inner = outer / "runs" / "mixed"
+    inner.mkdir(parents=True)
+    holder = textwrap.dedent("""
+        import sys, time
+        from grpolab._locks import exclusive_lock
+        with exclusive_lock(sys.argv[1]):
+            print("held", flush=True)
+            time.sleep(120)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", holder, str(outer)], stdout=subprocess.PIPE,
+                             text=True, env=_env(tmp_path))
+    try:
+        assert child.stdout.readline().strip() == "held"
+        assert _locks.held_above(inner) == (str(outer), child.pid)
+    finally:
+        child.kill()
+        child.wait()
+        child.stdout.close()
+    assert _locks.held_above(inner) is None  # free once the holder is gone
+    with _locks.exclusive_lock(outer):  # held by this process: not a conflict
+        assert _locks.held_above(inner) is None
+    assert sorted(os.listdir(inner)) == []  # probing wrote nothing
+
+
+def test_a_lock_file_removed_by_its_holder_is_not_held_as_an_orphan(tmp_path):
+    """A holder may remove its lock file (a refused command undoing the folder it made)
+    just before releasing it; a process that opened the old file meanwhile must notice
+    the name no longer points at it and take the new one."""
+    from grpolab import _locks
+
+    fd = _locks._open_lock_file(str(tmp_path), _locks.LOCK_NAME)
+    try:
+        assert _locks._still_named(fd, str(tmp_path), _locks.LOCK_NAME)
+        os.unlink(tmp_path / _locks.LOCK_NAME)
+        assert not _locks._still_named(fd, str(tmp_path), _locks.LOCK_NAME)
+        (tmp_path / _locks.LOCK_NAME).write_text("")
+        assert not _locks._still_named(fd, str(tmp_path), _locks.LOCK_NAME)
+    finally:
+        os.close(fd)
+    with _locks.exclusive_lock(tmp_path):
+        assert (tmp_path / _locks.LOCK_NAME).read_text().strip() == str(os.getpid())
+
+
+@pytest.mark.parametrize("var", ["GRPOLAB_CACHE", "GRPOLAB_BOOK_DIR"])
+def test_env_variables_are_checked_where_notebooks_read_them(var, tmp_path, monkeypatch):
+    """A notebook calls smollm2.cache_dir() or build.default_book_dir() without the CLI's
+    check at start-up: the variable is named there too, at once."""
+    from grpolab._files import EnvironmentSettingError
+    from grpolab.book.build import default_book_dir
+    from grpolab.models.smollm2 import cache_dir
+
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    monkeypatch.setenv(var, str(a_file))
+    with pytest.raises(EnvironmentSettingError, match=f"{var}=.*names a file, not a folder"):
+        (cache_dir if var == "GRPOLAB_CACHE" else default_book_dir)()
+    monkeypatch.setenv(var, str(tmp_path / "fine"))
+    got = cache_dir() if var == "GRPOLAB_CACHE" else default_book_dir()
+    assert str(got).startswith(str(tmp_path / "fine"))

@@ -508,7 +508,9 @@ class Field:
     named ``fields``; a key not among them is refused with the nearest valid one) or
     ``"map"`` (any string keys, each value checked by ``items``). ``minimum``/``maximum``
     bound numbers, and the length of strings, lists and maps through ``max_items``;
-    ``choices`` lists the values a field may take; ``required=False`` lets an object omit it.
+    ``choices`` lists the values a field may take; ``required=False`` lets an object omit it;
+    ``nullable=True`` also accepts ``null``; ``extra_keys=True`` lets an ``"object"`` hold
+    keys besides its ``fields`` (a run summary carries many; only the named are checked).
     """
 
     kind: str
@@ -519,6 +521,8 @@ class Field:
     items: Field | None = None
     fields: Mapping[str, Field] | None = None
     max_items: int | None = None
+    nullable: bool = False
+    extra_keys: bool = False
 
     def __post_init__(self):
         if self.kind not in ("int", "real", "str", "bool", "list", "object", "map"):
@@ -533,9 +537,10 @@ class Field:
         rng = (f" in [{lo:g}, {hi:g}]" if lo is not None and hi is not None else
                f" >= {lo:g}" if lo is not None else f" <= {hi:g}" if hi is not None else "")
         cap = f" of at most {self.max_items} items" if self.max_items is not None else ""
-        return {"int": f"an integer{rng}", "real": f"a finite number{rng}", "str": f"a string{cap}",
-                "bool": "true or false", "list": f"a list{cap}", "object": "an object",
-                "map": f"an object{cap}"}[self.kind]
+        text = {"int": f"an integer{rng}", "real": f"a finite number{rng}",
+                "str": f"a string{cap}", "bool": "true or false", "list": f"a list{cap}",
+                "object": "an object", "map": f"an object{cap}"}[self.kind]
+        return f"{text} or null" if self.nullable else text
 
 
 def _type_ok(value, kind: str) -> bool:
@@ -558,6 +563,8 @@ def check(value, spec: Field, path, *, remedy: str | None = None, _trail=None) -
     def fail(problem: str):
         raise CorruptFileError(path, problem, remedy)
 
+    if value is None and spec.nullable:
+        return
     if not _type_ok(value, spec.kind):
         fail(f"{_where(_trail)} must be {spec.expected()}, got {_show(value)}")
     if spec.choices and value not in spec.choices:
@@ -577,7 +584,7 @@ def check(value, spec: Field, path, *, remedy: str | None = None, _trail=None) -
             check(item, spec.items, path, remedy=remedy, _trail=(_trail, key))
     elif spec.kind == "object" and spec.fields is not None:
         known = spec.fields
-        for key in value:
+        for key in () if spec.extra_keys else value:
             if key not in known:
                 near = difflib.get_close_matches(str(key), list(known), n=1)
                 hint = f" (did you mean {near[0]!r}?)" if near else ""

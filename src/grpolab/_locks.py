@@ -15,7 +15,13 @@ How the lock file is opened, and why:
   FIFO or a device is refused without writing to it;
 - the pid is written only *after* the lock is held, so a refused process changes nothing;
 - the lock is an ``flock``, which the operating system drops when the holder exits,
-  however it exits (kill -9 included): no stale lock, no lock file to clean up.
+  however it exits (kill -9 included): no stale lock, no lock file to clean up;
+- after locking, the name must still point at the locked file: a holder may remove its
+  lock file (and the folder it had made) before releasing it, and a process that opened
+  the old file meanwhile tries again instead of holding an orphan.
+
+:func:`held_above` tells whether a folder *containing* this one is held by another process
+(a ``lab train`` into a run folder of a running sweep), probing existing lock files only.
 
 Re-entrant within a process (a runner holding a folder may call code that takes the same
 lock) and thread-safe. Where ``fcntl`` is missing (Windows) there is no lock.
@@ -31,7 +37,7 @@ import os
 import stat
 import threading
 
-__all__ = ["LOCK_NAME", "LockError", "exclusive_lock", "is_held"]
+__all__ = ["LOCK_NAME", "LockError", "exclusive_lock", "is_held", "held_above"]
 
 #: The lock file of an output folder (``grpolab.grpo.records.output_lock`` uses this name).
 LOCK_NAME = ".grpolab.lock"
@@ -92,12 +98,57 @@ def _open_lock_file(folder: str, name: str) -> int:
     return fd
 
 
+def _still_named(fd: int, folder: str, name: str) -> bool:
+    """True if ``folder/name`` is still the file open as ``fd`` (it was not unlinked or
+    replaced between our open and our flock)."""
+    try:
+        st = os.lstat(os.path.join(folder, name))
+    except OSError:
+        return False
+    here = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (here.st_dev, here.st_ino)
+
+
 def _holder(fd: int) -> int | None:
     try:
         text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
     except OSError:
         return None
     return int(text) if text.isdigit() else None
+
+
+def held_above(folder, name: str = LOCK_NAME) -> tuple[str, int | None] | None:
+    """``(ancestor, pid)`` for the nearest folder above ``folder`` whose lock file ``name``
+    another process holds, or None. Lock files are only probed (opened read-only without
+    following links, a shared lock tried and dropped), never created; folders this
+    process holds itself are skipped."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - POSIX machines have it
+        return None
+    here = os.path.dirname(os.path.abspath(os.fspath(folder)))
+    while True:
+        if not is_held(here, name):
+            path = os.path.join(here, name)
+            try:
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                             | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+            except OSError:
+                fd = None
+            if fd is not None:
+                try:
+                    if stat.S_ISREG(os.fstat(fd).st_mode):
+                        try:
+                            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                            fcntl.flock(fd, fcntl.LOCK_UN)
+                        except OSError:
+                            return here, _holder(fd)
+                finally:
+                    os.close(fd)
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
 
 
 @contextlib.contextmanager
@@ -124,17 +175,25 @@ def exclusive_lock(folder, name: str = LOCK_NAME, *, subject: str | None = None,
         if entry is not None:
             entry[1] += 1
         else:
-            fd = _open_lock_file(folder, name)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                pid = _holder(fd)
+            for _ in range(100):
+                fd = _open_lock_file(folder, name)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as exc:
+                    pid = _holder(fd)
+                    os.close(fd)
+                    if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                        raise
+                    raise LockError(f"{folder if subject is None else subject} is in use by "
+                                    f"{holder} (pid {pid if pid is not None else 'unknown'}); "
+                                    f"{remedy}", pid) from None
+                if _still_named(fd, folder, name):
+                    break
+                # the holder removed the lock file (with the folder it had made) just
+                # before releasing it: ours is an orphan that nobody else would see
                 os.close(fd)
-                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    raise
-                raise LockError(f"{folder if subject is None else subject} is in use by "
-                                f"{holder} (pid {pid if pid is not None else 'unknown'}); "
-                                f"{remedy}", pid) from None
+            else:  # pragma: no cover - a lock file replaced 100 times in a row
+                raise LockError(f"{os.path.join(folder, name)} keeps being replaced; rerun")
             try:  # the pid only names the holder: a full disk must not cost the lock
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)

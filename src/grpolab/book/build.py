@@ -231,9 +231,13 @@ def setup(app):
 # Build helper
 # ----------------------------------------------------------------------------------------
 def default_book_dir() -> Path:
-    """``$GRPOLAB_BOOK_DIR`` if set, else ``book/`` of the checkout grpolab was installed from."""
-    if os.environ.get("GRPOLAB_BOOK_DIR"):
-        return Path(os.environ["GRPOLAB_BOOK_DIR"])
+    """``$GRPOLAB_BOOK_DIR`` if set, else ``book/`` of the checkout grpolab was installed from.
+    The variable naming a file is an error naming the variable, at once (a notebook too)."""
+    from grpolab._files import env_folder
+
+    chosen = env_folder("GRPOLAB_BOOK_DIR")
+    if chosen is not None:
+        return chosen
     here = Path(__file__).resolve()
     for parent in here.parents:
         if (parent / "book" / "_config.yml").is_file():

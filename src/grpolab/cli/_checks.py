@@ -24,8 +24,13 @@ def check_out_dir(path: str | os.PathLike | None, flag: str = "--out") -> None:
     if path is None:
         return
     text = os.fspath(path)
-    if not text.strip():
+    if isinstance(text, bytes) or not text.strip():
         raise ValueError(f"{flag} must name a folder, got {text!r}")
+    try:  # a name that is not UTF-8 (bytes kept as surrogates) breaks every log and summary
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{flag} {ascii(os.fsencode(text))[2:-1]}: the path is not valid "
+                         "UTF-8; name a folder whose path is UTF-8 text") from None
     full = os.path.abspath(text)
     if os.path.exists(full) and not os.path.isdir(full):
         raise ValueError(f"{flag} {text} is a file, not a folder; name a folder (it is created "

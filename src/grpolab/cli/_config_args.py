@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import json
 import types
 import typing
@@ -84,21 +85,35 @@ def _scalar_parser(kind: type, optional: bool, flag: str):
     return parse
 
 
+def _loads(text: str, flag: str):
+    """JSON from the command line through the checked parser (bounded nesting and integers,
+    finite numbers), so a hostile argument is a usage error, not a RecursionError."""
+    from grpolab._files import CorruptFileError, JSONSyntaxError, parse_json
+
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    try:
+        return parse_json(text, flag, "a JSON value", expect=None, remedy="")
+    except JSONSyntaxError as exc:
+        reason = exc.problem.split(" (", 1)[-1].split(")", 1)[0]
+        raise argparse.ArgumentTypeError(f"not JSON ({reason}): {shown!r}") from None
+    except CorruptFileError as exc:
+        raise argparse.ArgumentTypeError(f"{exc.problem}: {shown!r}") from None
+
+
 def _json_object_parser(kind, flag: str):
     keys = ({f.name for f in dataclasses.fields(kind)} if dataclasses.is_dataclass(kind)
             else None)
 
     def parse(text: str):
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise argparse.ArgumentTypeError(f"not JSON ({exc.msg}): {text!r}") from None
+        value = _loads(text, flag)
         if not isinstance(value, dict):
-            raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected a JSON object, got {text[:60]!r}")
         if keys is not None and set(value) - keys:
+            bad = sorted(set(value) - keys)
+            near = difflib.get_close_matches(bad[0], sorted(keys), n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
             raise argparse.ArgumentTypeError(
-                f"unknown keys {', '.join(sorted(set(value) - keys))} "
-                f"(known: {', '.join(sorted(keys))})")
+                f"unknown keys {', '.join(bad)}{hint} (known: {', '.join(sorted(keys))})")
         return value
 
     parse.__name__ = "JSON object"
@@ -116,10 +131,7 @@ def _show(value) -> str:
 
 
 def _json_value_parser(text: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not JSON ({exc.msg}): {text!r}") from None
+    return _loads(text, "a JSON value")
 
 
 _json_value_parser.__name__ = "JSON value"

@@ -45,20 +45,22 @@ def register(lab_sub) -> None:
 def run_pass_rates(args: argparse.Namespace) -> int:
     """Measure, save JSON and plots, print a summary."""
     from grpolab.cli._checks import check_out_dir, check_threads
+    from grpolab.grpo.records import output_lock
     from grpolab.labs.pass_rates import PassRateConfig, measure_pass_rates
     from grpolab.models.device import check_device
 
     check_out_dir(args.out)
     check_threads(args.threads)
-    check_device(args.device)
-    config = PassRateConfig(model=args.model, prompts_per_level=args.prompts_per_level,
-                            samples=args.samples, max_new_tokens=args.max_new_tokens,
-                            temperature=args.temperature, seed=args.seed,
-                            split=args.split).validate()
-    import torch
+    with output_lock(args.out):  # first: a second measurement on OUT is refused at once
+        check_device(args.device)
+        config = PassRateConfig(model=args.model, prompts_per_level=args.prompts_per_level,
+                                samples=args.samples, max_new_tokens=args.max_new_tokens,
+                                temperature=args.temperature, seed=args.seed,
+                                split=args.split).validate()
+        import torch
 
-    torch.set_num_threads(args.threads)
-    result = measure_pass_rates(config, args.out, device=args.device)
+        torch.set_num_threads(args.threads)
+        result = measure_pass_rates(config, args.out, device=args.device)
     s = result["summary"]
     print(f"{s['prompts']} prompts x {s['samples']} samples in {s['seconds']:.0f} s: "
           f"mean pass rate {s['pass_rate_mean']:.3f}, never solved {s['fraction_never']:.2f}, "

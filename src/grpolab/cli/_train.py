@@ -13,11 +13,10 @@ A finished run (``OUT/summary.json`` of the same config) is not trained again.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 
 from grpolab.cli._config_args import add_config_arguments, config_overrides
-from grpolab.grpo.config import GRPOConfig, apply_overrides
+from grpolab.grpo.config import RULES, GRPOConfig, apply_overrides, check_field
 
 __all__ = ["register", "preset_run_config", "run_train"]
 
@@ -81,26 +80,31 @@ def preset_run_config(name: str | None, overrides: dict | None = None,
                          f"({', '.join(regimes)})")
     chosen = regimes[regime] if regime is not None else preset.regimes[0]
     G = overrides.pop("num_generations", GRPOConfig.num_generations)
+    check_field("num_generations", G, RULES["num_generations"])  # before G divides a budget
     seed = overrides.pop("seed", GRPOConfig.seed)
     if "prompts_per_step" in overrides:  # a fixed number of prompts, whatever G is
         chosen = replace(chosen, mode="prompts", prompts_per_step=overrides.pop("prompts_per_step"))
     try:
         base = preset.run_config(chosen, G, seed)
     except ValueError as exc:
+        if "not a multiple" not in str(exc):  # a bound of its own, already naming its flag
+            raise
         raise ValueError(f"--G {G}: {exc} (regime {chosen.name} of {name}); set "
                          "--prompts-per-step or pick a G that divides it") from None
     return apply_overrides(base, overrides)
 
 
 def _config_file(path: str | None) -> dict:
-    """The GRPOConfig fields in a JSON file (a plain object, or a summary.json's 'config')."""
+    """The GRPOConfig fields in a JSON file (a plain object, or a summary.json's 'config'),
+    through the checked reader (a regular file of at most 16 MiB, bounded nesting and
+    integers); a missing file is a FileNotFoundError, one line from main."""
     if path is None:
         return {}
-    with open(path) as f:  # a missing file: FileNotFoundError, one line from main
-        try:
-            data = json.load(f)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"--config {path}: not JSON ({exc.msg})") from None
+    from grpolab._files import read_json
+
+    data = read_json(path, "a JSON object of GRPOConfig fields (--config)", expect=None,
+                     max_bytes=16 * 2**20, remedy="pass a JSON object of GRPOConfig fields, "
+                     "or a run's summary.json")
     if isinstance(data, dict) and isinstance(data.get("config"), dict):
         data = data["config"]
     if not isinstance(data, dict):
@@ -109,22 +113,33 @@ def _config_file(path: str | None) -> dict:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    """Build the config, run it on its backend, print one line of results."""
+    """Lock ``--out`` first (a second writer is refused at once, naming the first), build
+    the config, run it on its backend, print one line of results."""
+    import contextlib
+
     from grpolab.cli._checks import CLIError, check_out_dir, check_threads
-    from grpolab.grpo.records import finished_run
-    from grpolab.models.device import check_device
+    from grpolab.grpo.records import output_lock
 
     check_out_dir(args.out)
     check_out_dir(args.cache, "--cache")
     check_threads(args.threads)
     if args.lora_r < 0:
         raise CLIError(f"--lora-r must be >= 0, got {args.lora_r}")
+    # one lock per run: under 'accelerate launch' only the main process writes
+    is_main = os.environ.get("RANK", "0") == "0"
+    with output_lock(args.out) if is_main else contextlib.nullcontext():
+        return _train_locked(args, is_main)
+
+
+def _train_locked(args: argparse.Namespace, is_main: bool) -> int:
+    from grpolab.grpo.records import finished_run
+    from grpolab.models.device import check_device
+
     overrides = {**_config_file(args.config), **config_overrides(args)}
     config = preset_run_config(args.preset, overrides, regime=args.regime)
     if config.task != "word_problems":  # word problems load SmolLM2's tokenizer to render
         config.validate_prompts()
     check_device(config.device)
-    is_main = os.environ.get("RANK", "0") == "0"
     summary = finished_run(args.out, config, what="a run summary (grpolab lab train)")
     if summary is not None:
         if is_main:

@@ -100,6 +100,7 @@ def build_preset(args: argparse.Namespace):
     from dataclasses import replace
 
     from grpolab.cli._checks import check_out_dir, check_threads
+    from grpolab.grpo.config import RULES, check_field
     from grpolab.labs.sweep.presets import Regime, SweepPreset, get_preset
 
     check_out_dir(args.out)
@@ -107,6 +108,8 @@ def build_preset(args: argparse.Namespace):
     regime_over = config_overrides(args, Regime, REGIME_PREFIX)
     config_over = config_overrides(args)
     check_threads(sweep_over.get("torch_threads"))
+    for G in sweep_over.get("group_sizes") or ():  # before a regime divides its budget by G
+        check_field("num_generations", G, RULES["num_generations"])
     if args.warmstart_steps is not None:
         config_over["warmstart"] = {**config_over.get("warmstart", {}),
                                     "steps": args.warmstart_steps}
@@ -126,6 +129,15 @@ def build_preset(args: argparse.Namespace):
 
 
 def run_sweep_cmd(args: argparse.Namespace) -> int:
+    from grpolab.cli._checks import check_out_dir
+    from grpolab.grpo.records import output_lock
+
+    check_out_dir(args.out)
+    with output_lock(args.out):  # first: a second sweep on --out is refused at once
+        return _run_sweep_locked(args)
+
+
+def _run_sweep_locked(args: argparse.Namespace) -> int:
     from grpolab.models.device import check_device
 
     preset = build_preset(args)  # the flags (labs/gpu checks GPU flags on a CPU this way)
@@ -145,7 +157,10 @@ def run_sweep_cmd(args: argparse.Namespace) -> int:
         start = sum(r["initial_sampled_accuracy"] for r in runs) / len(runs)
         means = ", ".join(f"G={G}: {sum(v) / len(v):.3f}" for G, v in sorted(by_G.items()))
         print(f"[{name}] held-out sampled pass@1: warm start {start:.3f} -> final {means}")
-        print(f"[{name}] {info['verdict']['statement']}")
+        verdict = info.get("verdict")  # tested only across two G or more
+        print(f"[{name}] {verdict['statement']}" if verdict else
+              f"[{name}] one G value: nothing to compare across G (pass --G with two or more "
+              "values for the trend test)")
         if info["zero_variance_mean_abs_gap"] is not None:
             print(f"[{name}] zero-variance groups: mean |observed - predicted| = "
                   f"{info['zero_variance_mean_abs_gap']:.4f}")
@@ -158,17 +173,18 @@ def run_plot_cmd(args: argparse.Namespace) -> int:
     import os
 
     from grpolab.cli._checks import check_out_dir
+    from grpolab.grpo.records import output_lock
 
     path = os.path.join(args.out, "summary.json")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no summary.json in {args.out}: run 'grpolab lab sweep' first")
     check_out_dir(os.path.join(args.out, "plots"))
-    from grpolab.labs.sweep.report import plot_sweep, read_sweep_summary
+    with output_lock(args.out):  # plots are written into --out: not while a sweep writes it
+        from grpolab.labs.sweep.report import plot_sweep, read_sweep_summary
 
-    read_sweep_summary(args.out)  # a foreign or damaged summary.json: one line naming it
-
-    for path in plot_sweep(args.out):
-        print(path)
+        read_sweep_summary(args.out)  # a foreign or damaged summary.json: one line naming it
+        for path in plot_sweep(args.out):
+            print(path)
     return 0
 
 

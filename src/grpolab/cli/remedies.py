@@ -55,7 +55,6 @@ def register(sub) -> None:
 
 def run_remedies_cmd(args: argparse.Namespace) -> int:
     from grpolab.cli._checks import CLIError
-    from grpolab.labs.remedies.remedy import Remedy
 
     if args.list:
         from grpolab.labs.remedies.items import ITEMS
@@ -75,9 +74,17 @@ def run_remedies_cmd(args: argparse.Namespace) -> int:
     check_threads(args.threads)
     check_distinct(args.seeds, "--seeds")
     check_distinct(args.arms, "--arms")
+    from grpolab.grpo.records import output_lock
+
+    with output_lock(out):  # first: a second runner on OUT is refused at once
+        return _run_locked(args, out)
+
+
+def _run_locked(args: argparse.Namespace, out: str) -> int:
     import torch
 
     from grpolab.labs.remedies.items import run_item
+    from grpolab.labs.remedies.remedy import Remedy
 
     torch.set_num_threads(args.threads)
     overrides = {**config_overrides(args, Remedy, REMEDY_PREFIX), **config_overrides(args)}

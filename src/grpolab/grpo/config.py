@@ -30,10 +30,13 @@ from grpolab.grpo.fields import (
     seed_rule,
 )
 from grpolab.grpo.warmstart import WarmStartConfig
+from grpolab.tasks.arithmetic import MAX_PROMPTS  # the most prompts a split can hold
 
 __all__ = ["GRPOConfig", "LOSS_TYPES", "BACKENDS", "RULES", "Rule", "apply_overrides",
            "check_field", "check_fields", "field_docs", "training_prompts",
-           "MAX_COMPLETIONS_PER_STEP", "MAX_COUNT", "MAX_SEED"]
+           "MAX_COMPLETIONS_PER_STEP", "MAX_COUNT", "MAX_SEED", "MAX_STEPS",
+           "MAX_COMPLETION_LENGTH", "MAX_EVAL_SAMPLES", "MAX_CENSUS_SAMPLES", "MAX_ITERATIONS",
+           "MAX_PROMPTS"]
 
 #: TRL's ``loss_type`` values that this package implements (grpolab.grpo.loss).
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
@@ -41,6 +44,17 @@ BACKENDS = ("grpolab", "trl")
 #: A step holds all of its B·G completions (tokens, log-probabilities, activations for the
 #: backward pass) in memory at once; far above this no machine we target has the memory.
 MAX_COMPLETIONS_PER_STEP = 16384
+#: Most GRPO steps of a run: the run keeps every step's log row (about 1 KB) in memory and
+#: writes it to log.jsonl; 100,000 steps is days for the tiny model, weeks for real ones.
+MAX_STEPS = 100_000
+#: Longest completion, in new tokens (every decode step is a forward pass of the batch).
+MAX_COMPLETION_LENGTH = 32768
+#: Most sampled completions per held-out prompt (all of them are drawn at once).
+MAX_EVAL_SAMPLES = 4096
+#: Most samples per training prompt of the pass-rate census (a prompts x samples matrix).
+MAX_CENSUS_SAMPLES = 65536
+#: Most updates per generation batch (TRL's num_iterations; 1 to 4 in practice).
+MAX_ITERATIONS = 1024
 
 
 @dataclass
@@ -156,6 +170,9 @@ class GRPOConfig:
                        "must be a non-empty name")
         if not isinstance(self.task_kwargs, dict):
             raise bad_field("task_kwargs", f"must be a JSON object, got {self.task_kwargs!r}")
+        from grpolab.tasks.registry import check_task
+
+        check_task(self.task, self.task_kwargs)  # unknown names: the nearest valid one
         if not isinstance(self.warmstart, WarmStartConfig):
             raise bad_field("warmstart", f"must be a WarmStartConfig, got {self.warmstart!r}")
         self.warmstart.validate()
@@ -184,11 +201,56 @@ class GRPOConfig:
                 or list(self.eval_at) != sorted(set(self.eval_at))):
             raise bad_field("eval_at", "must be an increasing list of completion counts >= 1 "
                             f"or unset, got {self.eval_at!r}")
+        if (self.completion_budget is not None
+                and -(-self.completion_budget // per_step) > MAX_STEPS):
+            raise bad_field("completion_budget", f"{self.completion_budget} at {per_step} "
+                            f"completions per step is more than {MAX_STEPS} steps (every step "
+                            f"is logged and kept); at most {MAX_STEPS * per_step} fit")
         if not isinstance(self.device, str) or not (
                 self.device in ("auto", "cpu", "cuda") or (
                     self.device.startswith("cuda:") and self.device[5:].isdigit())):
             raise bad_field("device", f"must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+        self._check_memory()
         return self
+
+    def _check_memory(self) -> None:
+        """Refuse, before any work, buffers this machine cannot hold
+        (:mod:`grpolab.models.memory`): a step's rollout and backward pass over B·G
+        completions of max_completion_length tokens at the model's vocabulary, the sampled
+        evaluation (held-out prompts × eval_samples, drawn at once) and the census
+        (training prompts × its width)."""
+        from grpolab.models.memory import (
+            check_memory,
+            generation_bytes,
+            largest_fitting,
+            model_shape,
+            training_bytes,
+        )
+        from grpolab.tasks.registry import split_sizes
+
+        shape = model_shape(self.model, self.warmstart)
+        L = self.max_completion_length
+        per = generation_bytes(1, L, shape) + training_bytes(1, L, shape)
+        C = self.num_generations * self.prompts_per_step
+        check_memory(C * per, f"--prompts-per-step × G × --max-completion-length = "
+                     f"{self.prompts_per_step} × {self.num_generations} × {L} (one step's "
+                     f"completions, vocabulary {shape.vocab})",
+                     f"at most {largest_fitting(per)} completions of {L} tokens fit per step")
+        n_train, n_eval = split_sizes(self.task, self.task_kwargs)
+        if self.max_eval_prompts is not None:
+            n_eval = min(n_eval, self.max_eval_prompts)
+        per = generation_bytes(1, L, shape)
+        check_memory(n_eval * self.eval_samples * per,
+                     f"--eval-samples {self.eval_samples} × {n_eval} held-out prompts × "
+                     f"--max-completion-length {L} (the sampled evaluation, drawn at once)",
+                     f"at most {largest_fitting(per * max(n_eval, 1))} samples per prompt fit")
+        if self.max_train_prompts is not None:
+            n_train = min(n_train, self.max_train_prompts)
+        width = self.pass_rate_window_size
+        chunk = generation_bytes(max(4096, width), L, shape)  # the census samples in chunks
+        check_memory(chunk + 8 * n_train * width, f"--census-samples {width} × {n_train} "
+                     "training prompts (the pass-rate census)",
+                     f"at most {largest_fitting(8 * max(n_train, 1), chunk)} samples fit")
 
     def validate_prompts(self, task=None) -> GRPOConfig:
         """:meth:`validate`, then the checks that need the task's prompts (built from
@@ -202,6 +264,8 @@ class GRPOConfig:
                 task = get_task(self.task, **self.task_kwargs)
             except TypeError as exc:
                 raise ValueError(f"--task-kwargs do not fit task {self.task!r}: {exc}") from None
+            except ValueError as exc:  # a value the task refuses (ops, digits, n_train, ...)
+                raise ValueError(f"--task-kwargs: {exc}") from None
         train, _ = training_prompts(self, task)
         if self.prompts_per_step > len(train):
             raise ValueError(f"--prompts-per-step ({self.prompts_per_step}) is larger than the "
@@ -223,18 +287,35 @@ class GRPOConfig:
             raise ValueError(f"unknown GRPOConfig fields: {', '.join(unknown)}"
                              + _nearest(unknown[0], names))
         if isinstance(d.get("warmstart"), dict):
+            known = {f.name for f in dataclasses.fields(WarmStartConfig)}
+            bad = sorted(set(d["warmstart"]) - known)
+            if bad:
+                raise ValueError(f"--warmstart: unknown WarmStartConfig field {bad[0]!r}"
+                                 + _nearest(bad[0], known) + f"; the fields are "
+                                 f"{', '.join(sorted(known))}")
             d["warmstart"] = WarmStartConfig(**d["warmstart"])
         return cls(**d)
 
 
 #: The per-field checks of :meth:`GRPOConfig.validate`, one row per field (the checks that
 #: relate two fields are written out in ``validate``).
+_IN_MEMORY = "a step holds all its completions in memory"
 RULES: dict[str, Rule] = {
-    "num_generations": count_rule(2, why="a group of one has no baseline"),
-    "prompts_per_step": count_rule(), "steps": count_rule(), "num_iterations": count_rule(),
-    "max_completion_length": count_rule(), "eval_every": count_rule(), "eval_samples": count_rule(),
-    "max_train_prompts": count_rule(optional=True), "max_eval_prompts": count_rule(optional=True),
-    "completion_budget": count_rule(optional=True), "census_samples": count_rule(optional=True),
+    "num_generations": count_rule(2, MAX_COMPLETIONS_PER_STEP,
+                                  why="a group of one has no baseline", high_why=_IN_MEMORY),
+    "prompts_per_step": count_rule(1, MAX_COMPLETIONS_PER_STEP, high_why=_IN_MEMORY),
+    "steps": count_rule(1, MAX_STEPS, high_why="every step is logged and kept in memory"),
+    "num_iterations": count_rule(1, MAX_ITERATIONS,
+                                 high_why="each is a backward pass over the whole step"),
+    "max_completion_length": count_rule(1, MAX_COMPLETION_LENGTH,
+                                        high_why="new tokens, each a forward pass of the batch"),
+    "eval_every": count_rule(),
+    "eval_samples": count_rule(1, MAX_EVAL_SAMPLES, high_why="drawn at once for every prompt"),
+    "max_train_prompts": count_rule(1, MAX_PROMPTS, optional=True, high_why="a split's most"),
+    "max_eval_prompts": count_rule(1, MAX_PROMPTS, optional=True, high_why="a split's most"),
+    "completion_budget": count_rule(optional=True),
+    "census_samples": count_rule(1, MAX_CENSUS_SAMPLES, optional=True,
+                                 high_why="a prompts × samples matrix"),
     "seed": seed_rule(), "census_seed": seed_rule(optional=True),
     "loss_type": Rule("choice", choices=LOSS_TYPES),
     "scale_rewards": Rule("choice", choices=SCALES),

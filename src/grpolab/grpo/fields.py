@@ -33,7 +33,8 @@ class Rule:
 
     ``kind`` is ``"int"`` (an integer in [low, high]), ``"real"`` (a finite number in
     [low, high], ``low_open``/``high_open`` excluding an end) or ``"choice"`` (one of ``choices``).
-    ``optional`` allows None. ``why`` explains a bound in the error message.
+    ``optional`` allows None. ``why`` explains a bound in the error message (``high_why``
+    the upper one, when it has another reason than the lower).
     """
 
     kind: str
@@ -44,6 +45,7 @@ class Rule:
     optional: bool = False
     choices: tuple = ()
     why: str = ""
+    high_why: str = ""
 
 
 def bad_field(name: str, why: str, prefix: str = "") -> ValueError:
@@ -75,8 +77,9 @@ def check_field(name: str, v, rule: Rule, prefix: str = "") -> None:
                        f"{v!r}", prefix)
         if v < rule.low and rule.why:
             raise bad_field(name, f"must be >= {rule.low}{note}, got {v}", prefix)
-        if v > rule.high and rule.why:
-            raise bad_field(name, f"must be <= {rule.high}{note}, got {v}", prefix)
+        if v > rule.high and (rule.why or rule.high_why):
+            why = f" ({rule.high_why})" if rule.high_why else note
+            raise bad_field(name, f"must be <= {rule.high}{why}, got {v}", prefix)
         if not rule.low <= v <= rule.high:
             raise bad_field(name, f"must be an integer in [{rule.low}, {rule.high}]{unset}, got "
                        f"{v!r}", prefix)
@@ -103,8 +106,10 @@ def check_fields(obj, rules: Mapping[str, Rule], prefix: str = "") -> None:
         check_field(name, getattr(obj, name), rule, prefix)
 
 
-def count_rule(low: int = 1, *, optional: bool = False, why: str = "") -> Rule:
-    return Rule("int", low, MAX_COUNT, optional=optional, why=why)
+def count_rule(low: int = 1, high: int = MAX_COUNT, *, optional: bool = False, why: str = "",
+               high_why: str = "") -> Rule:
+    """An integer count in [low, high] (None too when ``optional``)."""
+    return Rule("int", low, high, optional=optional, why=why, high_why=high_why)
 
 
 def seed_rule(*, optional: bool = False) -> Rule:

@@ -15,9 +15,15 @@ a temporary name and renamed (:func:`write_json_atomic`, :func:`write_npy_atomic
 reader, or a run killed half way, sees the old file or the new one, never a torn one.
 
 Files written by other means (a disk that filled up, an editor, a copy cut short) are read
-through :func:`read_json`, :func:`read_jsonl` and :func:`read_npy`: a damaged file is a
-:class:`CorruptFileError` (a ``ValueError``, so the CLI prints one line and exits 2) that
-names the file, says what is wrong with it and what to do.
+through :func:`read_json`, :func:`read_jsonl` and :func:`read_npy`, which are the core's one
+checked reader (:mod:`grpolab._files`: regular files of bounded size, bounded nesting and
+integers, finite numbers): a damaged file is a :class:`CorruptFileError` (a ``ValueError``,
+so the CLI prints one line and exits 2) that names the file, says what is wrong with it and
+what to do. A write that fails (a full disk) is one ``OSError`` naming the file, and the old
+file is left as it was.
+
+One writer per output folder: :func:`output_lock` (the core's :func:`grpolab._locks.
+exclusive_lock`: no symlink is followed, nothing is written outside the folder).
 """
 
 from __future__ import annotations
@@ -25,14 +31,20 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
+import io
 import json
 import os
 import subprocess
 import time
 
+from grpolab import _files
+from grpolab._files import CorruptFileError
+from grpolab._locks import LOCK_NAME, LockError, exclusive_lock, held_above
+
 __all__ = ["git_commit", "device_name", "provenance", "output_lock", "write_json_atomic",
            "write_npy_atomic", "write_csv_atomic", "write_text_atomic", "RunLog",
-           "finished_run", "config_differences", "cached_census",
+           "finished_run", "config_differences", "cached_census", "RUN_SUMMARY", "LOG_RECORD",
+           "check_log_records",
            "CorruptFileError", "read_json", "read_jsonl", "read_npy"]
 
 
@@ -76,95 +88,107 @@ def provenance(device) -> dict:
             "device": device_name(device), "torch_threads": torch.get_num_threads()}
 
 
-_HELD: dict[str, list] = {}  # real path → [open lock file, depth]: re-entrant per process
+def _first_missing(path: str) -> str | None:
+    """The outermost folder of ``path`` that does not exist yet (None if ``path`` exists)."""
+    full, missing = os.path.abspath(path), None
+    while not os.path.exists(full):
+        missing, parent = full, os.path.dirname(full)
+        if parent == full:
+            break
+        full = parent
+    return missing
+
+
+def _undo_folder(out: str, made: str) -> None:
+    """Remove the folders :func:`output_lock` made, if they hold nothing but its lock file
+    (a command refused after taking the lock leaves no trace)."""
+    try:
+        if os.listdir(out) != [LOCK_NAME]:
+            return
+        os.unlink(os.path.join(out, LOCK_NAME))
+        folder = os.path.abspath(out)
+        while True:
+            os.rmdir(folder)  # an OSError (not empty) stops the walk
+            if folder == made:
+                return
+            folder = os.path.dirname(folder)
+    except OSError:
+        return
 
 
 @contextlib.contextmanager
 def output_lock(out: str | os.PathLike):
-    """Hold ``out`` exclusively while a run writes into it.
+    """Hold ``out`` exclusively while a run writes into it (created if missing).
 
-    Why: two runners resuming the same folder interleave their writes and tear each other's
-    logs (seen with two ``grpolab remedies`` on one ``--out``). The second one now stops at
-    once with a one-line error naming the first one's pid, before it writes anything. The
-    lock is an ``flock`` on ``out/.grpolab.lock``: the OS drops it when the holder exits,
-    however it exits, so a killed run leaves no stale lock. Re-entrant within a process.
-    Where ``fcntl`` is missing (Windows) there is no lock.
+    Why: two runners on the same folder interleave their writes and tear each other's logs
+    (two ``grpolab remedies``, two ``lab train`` on one ``--out``). Every writer takes this
+    lock *before any other work*, so the second one stops within a second with a one-line
+    error naming the first one's pid, before it writes anything. The lock is an ``flock``
+    on ``out/.grpolab.lock`` (:func:`grpolab._locks.exclusive_lock`: opened without
+    following a symlink, one-link regular files only, the pid written after locking); the
+    OS drops it when the holder exits, however it exits, so a killed run leaves no stale
+    lock. Re-entrant within a process. A command that is refused (any exception) after
+    taking the lock on a folder it created removes that folder again if it holds nothing
+    but the lock file, so a refused command still writes nothing.
     """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - POSIX machines have it
-        yield
-        return
     out = os.fspath(out)
+    above = held_above(out)
+    if above is not None:  # a run folder of a running sweep, say: its writer owns it
+        folder, pid = above
+        raise LockError(f"{out} lies inside {folder}, which is in use by another grpolab run "
+                        f"(pid {pid if pid is not None else 'unknown'}); wait for it to "
+                        "finish, or pass another output folder", pid)
+    made = _first_missing(out)
     os.makedirs(out, exist_ok=True)
-    key = os.path.realpath(out)
-    if key in _HELD:
-        _HELD[key][1] += 1
+    with exclusive_lock(out, LOCK_NAME, holder="another grpolab run",
+                        remedy="wait for it to finish, or pass another output folder"):
         try:
             yield
-        finally:
-            _HELD[key][1] -= 1
-        return
-    path = os.path.join(out, ".grpolab.lock")
-    fh = open(path, "a+")
+        except BaseException:
+            if made is not None:  # still holding the lock: nobody else is inside
+                _undo_folder(out, made)
+            raise
+
+
+def _write(path: str, data: bytes | str) -> None:
+    """:func:`grpolab._files.write_atomic`, with a failure (a full disk) as one OSError
+    that names the file; the old file is left as it was."""
     try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        fh.seek(0)
-        holder = fh.read().strip() or "unknown"
-        fh.close()
-        raise ValueError(f"{out} is in use by another grpolab run (pid {holder}); wait for "
-                         "it to finish, or pass another output folder") from None
-    fh.seek(0)
-    fh.truncate()
-    fh.write(str(os.getpid()))
-    fh.flush()
-    _HELD[key] = [fh, 1]
-    try:
-        yield
-    finally:
-        _HELD.pop(key, None)
-        fh.close()  # closing the file releases the flock
+        _files.write_atomic(path, data)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise OSError(exc.errno, f"could not write {path} ({reason}); the file is unchanged: "
+                      "free space and rerun the same command to resume") from None
 
 
 def write_json_atomic(path: str | os.PathLike, obj) -> None:
-    """Write JSON to ``path.tmp-PID`` then rename: readers see the old file or the new one."""
-    path = os.fspath(path)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
-    os.replace(tmp, path)
+    """JSON (indent 1) through a temporary file beside ``path``, fsync, rename: readers, a
+    kill or a full disk see the old file or the new one."""
+    _write(os.fspath(path), json.dumps(obj, indent=1))
 
 
 def write_npy_atomic(path: str | os.PathLike, array) -> None:
-    """``numpy.save`` to a temporary name, then rename (as :func:`write_json_atomic`)."""
+    """``numpy.save``'s bytes, written atomically (as :func:`write_json_atomic`)."""
     import numpy as np
 
-    path = os.fspath(path)
-    tmp = f"{path}.tmp-{os.getpid()}.npy"
-    np.save(tmp, array)
-    os.replace(tmp, path)
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=False)
+    _write(os.fspath(path), buf.getvalue())
 
 
 def write_csv_atomic(path: str | os.PathLike, rows: list[dict]) -> None:
     """Rows of dicts as CSV (columns in first-seen order), written atomically."""
-    path = os.fspath(path)
     keys = list(dict.fromkeys(k for r in rows for k in r))
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, path)
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=keys)
+    w.writeheader()
+    w.writerows(rows)
+    _write(os.fspath(path), buf.getvalue())
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Text written to a temporary name, then renamed (as :func:`write_json_atomic`)."""
-    path = os.fspath(path)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    """Text written atomically (as :func:`write_json_atomic`)."""
+    _write(os.fspath(path), text)
 
 
 # ----------------------------------------------------------------------------- a run's log
@@ -188,7 +212,8 @@ class RunLog:
         self.start = time.time()
         self.rows: list[dict] = []
         # a restarted run starts its log afresh
-        self._file = open(os.path.join(self.out_dir, "log.jsonl"), "w") if is_main else None
+        self._path = os.path.join(self.out_dir, "log.jsonl")
+        self._file = open(self._path, "w") if is_main else None
 
     def elapsed(self) -> float:
         """Seconds since the log was opened (just before the first evaluation)."""
@@ -197,8 +222,14 @@ class RunLog:
     def write(self, rec: dict) -> None:
         self.rows.append(rec)
         if self._file is not None:
-            self._file.write(json.dumps(rec) + "\n")
-            self._file.flush()
+            try:
+                self._file.write(json.dumps(rec) + "\n")
+                self._file.flush()
+            except OSError as exc:  # a full disk: one line; the run has no summary, so a
+                # rerun trains it again and keeps the finished ones
+                raise OSError(exc.errno, f"could not write {self._path} ({exc.strerror or exc})"
+                              "; free space and rerun the same command (this run starts "
+                              "again, finished runs are kept)") from None
 
     def close(self) -> None:
         if self._file is not None:
@@ -267,6 +298,54 @@ def warmstart_record(config, source: str) -> dict:
 
 
 # ----------------------------------------------------------------------------- finished runs
+_F = _files.Field
+
+
+def _opt(kind: str, lo=None, hi=None, **kw) -> _files.Field:
+    return _F(kind, lo, hi, required=False, nullable=True, **kw)
+
+
+_ACCURACY = _F("real", 0, 1, required=False)
+_BY_LEVEL = _F("map", required=False, items=_F("real", 0, 1))
+#: What a run's ``summary.json`` must hold, type by type, for the readers (sweep aggregates,
+#: remedy results, ``lab train``'s report): only ``config`` is required, the others are
+#: checked when present, and other keys are allowed (a remedy adds its own).
+RUN_SUMMARY = _F("object", extra_keys=True, fields={
+    "config": _F("object", extra_keys=True, fields={}),
+    "G": _F("int", 1, required=False), "seed": _F("int", 0, required=False),
+    "steps": _F("int", 0, required=False), "updates": _F("int", 0, required=False),
+    "completions": _F("int", 0, required=False), "seconds": _F("real", 0, required=False),
+    "initial_accuracy": _ACCURACY, "final_accuracy": _ACCURACY,
+    "initial_sampled_accuracy": _ACCURACY, "final_sampled_accuracy": _ACCURACY,
+    "initial_accuracy_by_difficulty": _BY_LEVEL, "final_accuracy_by_difficulty": _BY_LEVEL,
+    "zero_variance_observed": _opt("real", 0, 1), "zero_variance_predicted": _opt("real", 0, 1),
+    "zero_variance_abs_gap": _opt("real", 0, 1),
+    "informative_per_1k_completions": _opt("real", 0),
+    "informative_groups_used": _opt("int", 0), "groups_used": _opt("int", 0),
+    "grad_norm_mean": _opt("real", 0), "final_completion_length": _opt("real", 0),
+    "warmstart_key": _opt("str", max_items=64), "warmstart_sha256": _opt("str", max_items=64),
+})
+#: One line of a run's ``log.jsonl``, for the same readers (other keys allowed).
+LOG_RECORD = _F("object", extra_keys=True, fields={
+    "step": _F("int", 0), "completions": _F("int", 0, required=False),
+    "eval_greedy_accuracy": _ACCURACY, "eval_sampled_accuracy": _ACCURACY,
+    "eval_greedy_accuracy_by_difficulty": _BY_LEVEL,
+    "eval_sampled_accuracy_by_difficulty": _BY_LEVEL,
+    "zero_variance_predicted_plugin": _opt("real", 0, 1),
+})
+
+
+def check_log_records(path: str, records: list[dict], remedy: str | None = None) -> list[dict]:
+    """Every record of a run log checked against :data:`LOG_RECORD` (a CorruptFileError
+    naming the line and the field)."""
+    for n, rec in enumerate(records, 1):
+        try:
+            _files.check(rec, LOG_RECORD, path, remedy=remedy)
+        except CorruptFileError as exc:
+            raise CorruptFileError(path, f"line {n}: {exc.problem}", exc.remedy) from None
+    return records
+
+
 def _normalised(d: dict) -> dict:
     """``d`` as it reads back from JSON (tuples become lists, keys strings)."""
     return json.loads(json.dumps(d, default=str))
@@ -295,7 +374,7 @@ def finished_run(run_dir: str | os.PathLike, config, *, check_log: bool = False,
     if not os.path.isfile(path):
         return None
     remedy = f"delete the folder {run_dir} and rerun (only that run is redone)"
-    summary = read_json(path, what, keys=("config",), remedy=remedy)
+    summary = read_json(path, what, keys=("config",), remedy=remedy, schema=RUN_SUMMARY)
     current = config if isinstance(config, dict) else config.to_dict()
     diff = config_differences(summary["config"], current)
     if diff:
@@ -313,7 +392,8 @@ def finished_run(run_dir: str | os.PathLike, config, *, check_log: bool = False,
         if not os.path.isfile(log_path):
             raise CorruptFileError(log_path, "is missing but the run's summary.json is there",
                                    remedy)
-        records = read_jsonl(log_path, "a run log", remedy=remedy)
+        records = check_log_records(log_path, read_jsonl(log_path, "a run log", remedy=remedy),
+                                    remedy)
         steps = summary.get("steps")
         if not any(r.get("step") == steps and "eval_greedy_accuracy" in r for r in records):
             raise CorruptFileError(log_path, f"ends at step {records[-1].get('step')} without "
@@ -364,83 +444,29 @@ def census_stem(cache_dir: str | os.PathLike, inputs: dict) -> str:
                         f"census-{hashlib.sha256(blob.encode()).hexdigest()[:12]}")
 
 
-class CorruptFileError(ValueError):
-    """A saved file that cannot be read back; the message names it and says what to do."""
-
-    def __init__(self, path, problem: str, remedy: str | None = None):
-        self.path = os.fspath(path)
-        remedy = remedy or f"delete {self.path} and rerun the command that wrote it"
-        super().__init__(f"{self.path}: {problem}; {remedy}")
-
-
 def read_json(path: str | os.PathLike, what: str = "a JSON file", *, expect: type = dict,
-              keys: tuple[str, ...] = (), remedy: str | None = None):
-    """The JSON value in ``path``, which must be ``expect`` (dict by default) holding ``keys``.
+              keys: tuple[str, ...] = (), remedy: str | None = None,
+              schema: _files.Field | None = None):
+    """The JSON value in ``path``, which must be ``expect`` (dict by default) holding ``keys``
+    (and matching ``schema``, a :class:`grpolab._files.Field`).
 
     ``what`` says what the file should be ("a sweep summary"); a missing file is a
-    FileNotFoundError, anything unreadable a :class:`CorruptFileError` that names the file.
+    FileNotFoundError, anything unreadable a :class:`CorruptFileError` that names the file
+    (:func:`grpolab._files.read_json`: a regular file of at most 256 MiB, nested at most 64
+    levels, integers within int64, finite numbers).
     """
-    path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            value = json.load(f)
-    except FileNotFoundError:
-        raise
-    except UnicodeDecodeError:
-        raise CorruptFileError(path, f"not text, so not {what}", remedy) from None
-    except json.JSONDecodeError as exc:
-        cut = exc.pos >= len(exc.doc.rstrip()) or exc.msg.startswith("Unterminated")
-        how = "truncated" if cut else "not valid JSON"
-        raise CorruptFileError(path, f"{how} ({exc.msg}: line {exc.lineno}, column "
-                               f"{exc.colno}), so not {what}", remedy) from None
-    if expect is not None and not isinstance(value, expect):
-        raise CorruptFileError(path, f"holds a JSON {type(value).__name__}, not {what}", remedy)
-    missing = [k for k in keys if k not in value]
-    if missing:
-        raise CorruptFileError(path, f"is not {what} (no {', '.join(repr(k) for k in missing)})",
-                               remedy)
-    return value
+    return _files.read_json(path, what, expect=expect, keys=keys, schema=schema,
+                            remedy=remedy or None)
 
 
 def read_jsonl(path: str | os.PathLike, what: str = "a log", *,
                remedy: str | None = None) -> list[dict]:
     """Every record of a JSON-lines file; a torn or foreign line is a CorruptFileError."""
-    path = os.fspath(path)
-    records = []
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for n, line in enumerate(f, 1):
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                raise CorruptFileError(path, f"line {n} is not JSON (a torn write?), so this is "
-                                       f"not {what}", remedy) from None
-            if not isinstance(rec, dict):
-                raise CorruptFileError(path, f"line {n} is not a JSON object, so this is not "
-                                       f"{what}", remedy)
-            records.append(rec)
-    if not records:
-        raise CorruptFileError(path, f"is empty, so not {what}", remedy)
-    return records
+    return _files.read_jsonl(path, what, remedy=remedy or None)
 
 
 def read_npy(path: str | os.PathLike, what: str = "an array", *, ndim: int | None = None,
              remedy: str | None = None):
-    """A ``.npy`` array (never pickled objects); damaged bytes are a CorruptFileError."""
-    import numpy as np
-
-    path = os.fspath(path)
-    with open(path, "rb") as f:  # a missing file: FileNotFoundError
-        magic = f.read(6)
-    if magic != b"\x93NUMPY":
-        raise CorruptFileError(path, f"has no NumPy header (random or foreign bytes), so it is "
-                               f"not {what}", remedy)
-    try:
-        array = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        why = ("it holds pickled objects" if "pickle" in str(exc)
-               else "truncated or damaged: " + str(exc).split(".")[0][:80])
-        raise CorruptFileError(path, f"is not a readable array ({why}), so not {what}",
-                               remedy) from None
-    if ndim is not None and array.ndim != ndim:
-        raise CorruptFileError(path, f"holds a {array.ndim}-d array, not {what}", remedy)
-    return array
+    """A ``.npy`` array (never pickled objects) of at most 1 GiB whose header agrees with
+    its size; damaged bytes are a CorruptFileError."""
+    return _files.read_npy(path, what, ndim=ndim, remedy=remedy or None, max_bytes=2**30)

@@ -46,10 +46,32 @@ class WarmStartConfig:
         if self.n_embd % self.n_head:
             raise bad_field("n_embd", f"({self.n_embd}) must be a multiple of n_head "
                             f"({self.n_head})", prefix="warmstart-")
-        if not isinstance(self.task, str) or not isinstance(self.task_kwargs, dict):
-            raise bad_field("task", "must be a task name with a JSON object of task_kwargs",
-                            prefix="warmstart-")
+        from grpolab.tasks.registry import check_task
+
+        check_task(self.task, self.task_kwargs, "--warmstart-task")  # nearest valid names
+        self._check_memory()
         return self
+
+    def _check_memory(self) -> None:
+        """Refuse a model or batch this machine cannot train: AdamW keeps four floats per
+        parameter (weights, gradients, two moments) beside one batch's activations."""
+        from grpolab.models.memory import (
+            TINY_VOCAB,
+            ModelShape,
+            check_memory,
+            count,
+            tiny_parameters,
+            training_bytes,
+        )
+
+        params = tiny_parameters(self.n_layer, self.n_embd)
+        shape = ModelShape(self.n_layer, self.n_embd, self.n_embd, self.n_head, TINY_VOCAB)
+        static = 16 * params
+        per_row = training_bytes(1, 64, shape, prompt_tokens=0)  # 64 positions per row
+        check_memory(static + self.batch_size * per_row,
+                     f"--warmstart n_layer={self.n_layer}, n_embd={self.n_embd}, batch_size="
+                     f"{self.batch_size}: the warm start ({count(params)} parameters)",
+                     "use a smaller n_layer, n_embd or batch_size")
 
     def key(self) -> str:
         """Cache key: this config plus everything else that changes the weights (the code
@@ -100,20 +122,50 @@ def weights_checksum(path: str | os.PathLike) -> str:
 def check_cached(path: str | os.PathLike) -> None:
     """Refuse a cached warm start whose ``model.safetensors`` is not the file it recorded
     (truncated by a full disk, or changed): a ValueError naming the file and the fix."""
+    from grpolab._files import read_json
+
     path = os.fspath(path)
     fix = f"delete the folder {path} and rerun (the warm start is trained again)"
     record = os.path.join(path, "warmstart.json")
-    try:
-        with open(record, encoding="utf-8") as f:
-            expected = json.load(f).get("weights_sha256")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+    try:  # the checked reader: a device, a huge or deeply nested file is refused unread
+        expected = read_json(record, "a warm-start record", max_bytes=16 * 2**20,
+                             remedy=fix).get("weights_sha256")
+    except OSError:
         raise ValueError(f"{record}: damaged or not a warm-start record; {fix}") from None
+    if expected is not None and not (isinstance(expected, str) and len(expected) == 64):
+        raise ValueError(f"{record}: weights_sha256 is not a sha256 digest, so this is not a "
+                         f"warm-start record; {fix}")
     weights = os.path.join(path, "model.safetensors")
     if not os.path.isfile(weights):
         raise ValueError(f"{weights} is missing; {fix}")
     if expected is not None and weights_checksum(path) != expected:
         raise ValueError(f"{weights} does not match the checksum in warmstart.json (truncated "
                          f"or changed); {fix}")
+
+
+def _save(model, tokenizer, record: dict, tmp: str) -> None:
+    """Write the warm start into the folder ``tmp``; on any failure (a full disk raises
+    safetensors' ``SafetensorError``, which is no OSError) remove it and raise one OSError
+    naming the folder, so the rerun trains the warm start again from a clean cache."""
+    from safetensors import SafetensorError
+
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        with open(os.path.join(tmp, "warmstart.json"), "w") as f:
+            json.dump({**record, "weights_sha256": weights_checksum(tmp)}, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+    except (OSError, SafetensorError, RuntimeError) as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else " ".join(
+            str(exc).split())[:200]
+        raise OSError(f"could not save the warm start in {tmp} ({reason}); nothing was "
+                      "cached: free disk space and rerun (the warm start is trained again)"
+                      ) from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def supervised_batch(tokenizer, prompts, device):
@@ -181,12 +233,10 @@ def warm_start(config: WarmStartConfig, cache_dir: str | os.PathLike, *, device=
     model.eval()
     tmp = f"{final}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    with open(os.path.join(tmp, "warmstart.json"), "w") as f:
-        json.dump({"config": asdict(config), "environment": training_environment(),
-                   "weights_sha256": weights_checksum(tmp), "seconds": time.time() - start,
-                   "loss_every_10_steps": losses[::10], "final_loss": losses[-1]}, f, indent=1)
+    record = {"config": asdict(config), "environment": training_environment(),
+              "seconds": time.time() - start, "loss_every_10_steps": losses[::10],
+              "final_loss": losses[-1]}
+    _save(model, tokenizer, record, tmp)
     if os.path.isdir(final):  # another process finished first: keep theirs
         shutil.rmtree(tmp, ignore_errors=True)
     else:

@@ -7,6 +7,7 @@ The labs (:mod:`grpolab.labs.sweep`, :mod:`grpolab.labs.remedies`,
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -80,13 +81,21 @@ def save_figure(fig, out_dir: str | os.PathLike, name: str, dpi: int = 100) -> l
 
     out_dir = os.fspath(out_dir)
     paths = []
-    for ext in ("png", "svg"):
-        path = os.path.join(out_dir, f"{name}.{ext}")
-        tmp = os.path.join(out_dir, f".{name}.tmp-{os.getpid()}.{ext}")
-        fig.savefig(tmp, dpi=dpi, metadata={"Date": None} if ext == "svg" else None)
-        os.replace(tmp, path)
-        paths.append(path)
-    plt.close(fig)
+    try:
+        for ext in ("png", "svg"):
+            path = os.path.join(out_dir, f"{name}.{ext}")
+            tmp = os.path.join(out_dir, f".{name}.tmp-{os.getpid()}.{ext}")
+            try:
+                fig.savefig(tmp, dpi=dpi, metadata={"Date": None} if ext == "svg" else None)
+                os.replace(tmp, path)
+            except OSError as exc:  # a full disk: one line, no half plot left behind
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise OSError(exc.errno, f"could not write {path} ({exc.strerror or exc}); "
+                              "free space and rerun") from None
+            paths.append(path)
+    finally:
+        plt.close(fig)
     return paths
 
 

@@ -42,6 +42,11 @@ __all__ = ["PassRateConfig", "measure", "summarize", "plot", "measure_pass_rates
 
 RESULTS_FILE = "pass_rates.json"
 DEFAULT_GS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+#: Stated maxima of the counts (far beyond the committed 10 prompts x 32 samples x 48 tokens:
+#: one prompt's samples are drawn at once, and the memory check below bounds their product).
+MAX_SAMPLES = 4096
+MAX_NEW_TOKENS = 32768
+MAX_PROMPTS_PER_LEVEL = 100_000
 
 
 @dataclass
@@ -61,16 +66,32 @@ class PassRateConfig:
     check_Gs: tuple[int, ...] = (2, 4, 8, 16)  # group sizes of the held-out-half check
 
     def validate(self) -> PassRateConfig:
-        """Raise a ValueError naming the first bad field."""
-        as_positive_int(self.prompts_per_level, "prompts_per_level")
-        as_positive_int(self.samples, "samples", minimum=2)
-        as_positive_int(self.max_new_tokens, "max_new_tokens")
+        """Raise a ValueError naming the first bad field: each count within its stated
+        maximum, then the samples of one prompt (sampled at once) within this machine's
+        memory."""
+        from grpolab.models.memory import check_memory, generation_bytes, largest_fitting
+        from grpolab.models.memory import model_shape as shape_of
+        from grpolab.tasks.registry import check_task
+
+        as_positive_int(self.prompts_per_level, "prompts_per_level",
+                        maximum=MAX_PROMPTS_PER_LEVEL)
+        as_positive_int(self.samples, "samples", minimum=2, maximum=MAX_SAMPLES)
+        as_positive_int(self.max_new_tokens, "max_new_tokens", maximum=MAX_NEW_TOKENS)
+        as_positive_int(self.seed, "seed", minimum=0, maximum=2**32 - 1)
         if self.split not in ("eval", "train"):
             raise ValueError(f"split must be 'eval' or 'train', got {self.split!r}")
-        if not (isinstance(self.temperature, int | float) and self.temperature > 0):
-            raise ValueError(f"temperature must be > 0, got {self.temperature!r}")
-        if not 0 < self.top_p <= 1:
+        if not (isinstance(self.temperature, int | float) and 0 < self.temperature <= 100):
+            raise ValueError(f"temperature must be in (0, 100], got {self.temperature!r}")
+        if not (isinstance(self.top_p, int | float) and 0 < self.top_p <= 1):
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        if not isinstance(self.model, str) or not self.model:
+            raise ValueError(f"model must be 'smollm2', a hub id or a folder, got {self.model!r}")
+        check_task(self.task, self.task_kwargs)
+        shape = shape_of(self.model)
+        per_sample = generation_bytes(1, self.max_new_tokens, shape, prompt_tokens=128)
+        check_memory(self.samples * per_sample, f"--samples {self.samples} x --max-new-tokens "
+                     f"{self.max_new_tokens} (one prompt's samples, drawn at once)",
+                     f"at most {largest_fitting(per_sample)} samples of this length fit")
         half = self.samples // 2
         for G in self.check_Gs:
             as_positive_int(G, "check_Gs", minimum=2)
@@ -295,7 +316,17 @@ def measure_pass_rates(config: PassRateConfig, out_dir: str, *, device=None,
                        progress: bool = True, model_and_tokenizer=None,
                        make_plots: bool = True) -> dict:
     """Measure, summarise, plot; resumable. Returns the full result (config, provenance,
-    records, summary), which is also written to ``out_dir/pass_rates.json``."""
+    records, summary), which is also written to ``out_dir/pass_rates.json``. ``out_dir`` is
+    locked before any other work: a second measurement into it is refused at once."""
+    from grpolab.grpo.records import output_lock
+
+    with output_lock(out_dir):
+        return _measure_locked(config, os.fspath(out_dir), device=device, progress=progress,
+                               model_and_tokenizer=model_and_tokenizer, make_plots=make_plots)
+
+
+def _measure_locked(config: PassRateConfig, out_dir: str, *, device, progress: bool,
+                    model_and_tokenizer, make_plots: bool) -> dict:
     from grpolab.tasks.registry import get_task
 
     config.validate()

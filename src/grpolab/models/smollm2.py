@@ -63,8 +63,10 @@ def cache_dir(root: str | os.PathLike | None = None) -> Path:
     else ``~/.cache/grpolab/smollm2``."""
     if root is not None:
         return Path(root)
-    base = os.environ.get("GRPOLAB_CACHE")
-    base_path = Path(base) if base else Path.home() / ".cache" / "grpolab"
+    from grpolab._files import env_folder
+
+    # GRPOLAB_CACHE naming a file: said at once, as the variable's (also from a notebook)
+    base_path = env_folder("GRPOLAB_CACHE") or Path.home() / ".cache" / "grpolab"
     return base_path / SMOLLM2
 
 
@@ -186,6 +188,8 @@ def load_smollm2(*, device=None, dtype=None, cache: str | os.PathLike | None = N
 
 def _write_cache(model, tokenizer, target: Path) -> None:
     """save_pretrained into a temporary sibling directory, then move it into place."""
+    from safetensors import SafetensorError
+
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
@@ -194,6 +198,12 @@ def _write_cache(model, tokenizer, target: Path) -> None:
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)
+    except (OSError, SafetensorError) as exc:  # a full disk: safetensors raises no OSError
+        shutil.rmtree(tmp, ignore_errors=True)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else " ".join(
+            str(exc).split())[:200]
+        raise OSError(f"could not write the SmolLM2 cache in {target.parent} ({reason}); "
+                      "nothing was cached: free disk space and rerun") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -206,11 +216,12 @@ def load_tokenizer(cache: str | os.PathLike | None = None):
 
     target = cache_dir(cache)
     if is_cached(target):
-        tok = AutoTokenizer.from_pretrained(str(target))
+        tok = AutoTokenizer.from_pretrained(str(target), trust_remote_code=False)
     else:
         gguf = find_gguf()
         _check_gguf_deps()
-        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
+                                            trust_remote_code=False)
     tok.padding_side = "left"
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token

@@ -13,12 +13,21 @@
 - :func:`load_causal_lm` — model + tokenizer from a hub id or a local directory (ours or
   anyone's), optionally from a GGUF file, on the device you ask for (default: CUDA when
   present).
+
+Loading cannot surprise: remote code is never run (``trust_remote_code=False``, so a model
+folder that ships its own Python is refused in one line instead of transformers asking
+"run the custom code?"), a pickled checkpoint that torch's weights-only loader refuses is
+one line, and a hub id that is neither a local folder nor in the local Hugging Face cache
+fails at once when the hub cannot be reached (no retries for a minute).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
+import socket
+import warnings
 
 from grpolab.models.device import resolve_device
 
@@ -76,18 +85,74 @@ def count_parameters(model) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def _load_tokenizer(name_or_path: str, gguf_file: str | None):
+def _load_tokenizer(name_or_path: str, gguf_file: str | None, **kwargs):
     from transformers import AutoTokenizer
+
+    from grpolab._files import CorruptFileError, read_text
 
     cfg = os.path.join(name_or_path, "tokenizer_config.json")
     if os.path.isfile(cfg):
-        with open(cfg, encoding="utf-8") as f:
-            if json.load(f).get("tokenizer_class") == "CharTokenizer":
-                from grpolab.models.tokenizer import CharTokenizer
+        # bounded and regular, but not the strict JSON reader: transformers writes
+        # model_max_length as a 31-digit integer; only tokenizer_class is read here
+        text = read_text(cfg, "a tokenizer config", max_bytes=16 * 2**20, remedy="")
+        try:
+            settings = json.loads(text)
+        except (ValueError, RecursionError):
+            raise CorruptFileError(cfg, "is not valid JSON (or nests too deep), so not a "
+                                   "tokenizer config", "") from None
+        if isinstance(settings, dict) and settings.get("tokenizer_class") == "CharTokenizer":
+            from grpolab.models.tokenizer import CharTokenizer
 
-                return CharTokenizer.from_pretrained(name_or_path)
-    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
-    return AutoTokenizer.from_pretrained(name_or_path, **kwargs)
+            return CharTokenizer.from_pretrained(name_or_path)
+    if gguf_file:
+        kwargs["gguf_file"] = gguf_file
+    return AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=False, **kwargs)
+
+
+def _hub_reachable(timeout: float = 2.0) -> bool:
+    """Whether the Hugging Face hub can be reached now: False under ``HF_HUB_OFFLINE``, or
+    when a TCP connection to its endpoint fails within ``timeout`` seconds (no network,
+    no DNS). With a proxy configured the answer is left to the download itself."""
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return False
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return True
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    url = urlparse(constants.ENDPOINT)
+    try:
+        with socket.create_connection((url.hostname, url.port or 443), timeout=timeout):
+            return True
+    except (OSError, UnicodeError, ValueError):
+        return False
+
+
+def _load_error(name_or_path: str, exc: BaseException, offline: bool) -> Exception:
+    """One line for every way loading a checkpoint can fail."""
+    text = " ".join(str(exc).split())
+    if "trust_remote_code" in text:
+        return ValueError(f"{name_or_path} needs remote code (Python files shipped with the "
+                          "model), which grpolab never runs (trust_remote_code=False); use a "
+                          "model that transformers supports natively")
+    if isinstance(exc, pickle.UnpicklingError) or "weights_only" in text:
+        return ValueError(f"{name_or_path}: its pickled checkpoint (.bin) holds objects that "
+                          "torch's weights-only loader refuses (it could run code); use a "
+                          "safetensors checkpoint")
+    if os.path.isdir(name_or_path):
+        where = f"directory {name_or_path!r}"
+    elif name_or_path.startswith((".", "~", os.sep)) or name_or_path.count("/") > 1:
+        return FileNotFoundError(f"could not load a causal LM: there is no folder "
+                                 f"{name_or_path!r} (and it is not a hub id)")
+    elif offline:
+        return FileNotFoundError(
+            f"could not load a causal LM from hub id {name_or_path!r}: it is neither a local "
+            "folder nor in the local Hugging Face cache, and the hub cannot be reached "
+            "(offline); download it where there is a network, or pass a local folder")
+    else:
+        where = f"hub id (no network or cache?) {name_or_path!r}"
+    return FileNotFoundError(f"could not load a causal LM from {where}: {text}"[:400])
 
 
 def load_causal_lm(name_or_path: str, *, gguf_file: str | None = None, device=None, dtype=None):
@@ -113,6 +178,8 @@ def load_causal_lm(name_or_path: str, *, gguf_file: str | None = None, device=No
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
+    from grpolab._files import CorruptFileError
+
     hf_logging.disable_progress_bar()  # one bar per loaded shard is noise in a sweep
     if not isinstance(name_or_path, str | os.PathLike) or not str(name_or_path):
         raise ValueError(f"name_or_path must be a hub id or a directory, got {name_or_path!r}")
@@ -124,16 +191,20 @@ def load_causal_lm(name_or_path: str, *, gguf_file: str | None = None, device=No
     if gguf_file and os.path.isdir(name_or_path) and not os.path.isfile(
             os.path.join(name_or_path, gguf_file)):
         raise FileNotFoundError(f"no GGUF file {gguf_file!r} in {name_or_path}")
-    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+    # a hub id while the hub is unreachable: the local cache only, so a miss fails at once
+    offline = not os.path.isdir(name_or_path) and not _hub_reachable()
+    kwargs = {"local_files_only": True} if offline else {}
     try:
-        tokenizer = _load_tokenizer(name_or_path, gguf_file)
-        model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype or torch.float32,
-                                                     **kwargs)
-    except OSError as exc:
-        where = "directory" if os.path.isdir(name_or_path) else "hub id (no network or cache?)"
-        raise FileNotFoundError(
-            f"could not load a causal LM from {where} {name_or_path!r}: {exc}".splitlines()[0]
-        ) from exc
+        with warnings.catch_warnings():  # torch's pickle-protocol warning precedes a refusal
+            warnings.filterwarnings("ignore", message=".*pickle protocol", category=UserWarning)
+            tokenizer = _load_tokenizer(name_or_path, gguf_file, **kwargs)
+            model = AutoModelForCausalLM.from_pretrained(
+                name_or_path, dtype=dtype or torch.float32, trust_remote_code=False,
+                **({"gguf_file": gguf_file} if gguf_file else {}), **kwargs)
+    except CorruptFileError:  # grpolab's own files (tokenizer config, vocabulary), named
+        raise
+    except (OSError, ValueError, pickle.UnpicklingError, RuntimeError) as exc:
+        raise _load_error(name_or_path, exc, offline) from exc
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     model.to(resolve_device(device)).eval()

@@ -14,12 +14,35 @@ import string
 
 from transformers import PreTrainedTokenizer
 
-__all__ = ["CharTokenizer", "DEFAULT_CHARS"]
+from grpolab._files import CorruptFileError, Field, read_json
+
+__all__ = ["CharTokenizer", "DEFAULT_CHARS", "MAX_VOCAB"]
 
 # Digits and operators first (the arithmetic tasks), then enough text for word problems.
 DEFAULT_CHARS = (string.digits + "+-*/=()., ?!:;'$%" + string.ascii_lowercase
                  + string.ascii_uppercase)
 VOCAB_FILE = "vocab.json"
+SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")
+#: Most entries of a character vocabulary (every Unicode plane-0 character, and more than
+#: a character model ever needs); a vocabulary file is read only up to this size.
+MAX_VOCAB = 65536
+
+
+def read_vocabulary(path) -> dict[str, int]:
+    """A ``vocab.json`` of a CharTokenizer: an object of token -> id (ids below
+    :data:`MAX_VOCAB`, each once), the four special tokens among the tokens (a
+    CorruptFileError naming the file)."""
+    what = "a character vocabulary (the vocab.json of a CharTokenizer)"
+    fix = (f"delete the folder {os.path.dirname(os.fspath(path)) or '.'} and rerun the "
+           "command that wrote it")
+    vocab = read_json(path, what, max_bytes=16 * 2**20, remedy=fix, schema=Field(
+        "map", items=Field("int", 0, MAX_VOCAB - 1), max_items=MAX_VOCAB))
+    missing = [t for t in SPECIALS if t not in vocab]
+    if missing:
+        raise CorruptFileError(path, f"has no {missing[0]!r} token, so it is not {what}", fix)
+    if len(set(vocab.values())) != len(vocab):  # gaps are fine (decoded as <unk>)
+        raise CorruptFileError(path, f"gives two tokens the same id, so it is not {what}", fix)
+    return vocab
 
 
 class CharTokenizer(PreTrainedTokenizer):
@@ -35,12 +58,10 @@ class CharTokenizer(PreTrainedTokenizer):
 
     def __init__(self, vocab_file: str | None = None, chars: str = DEFAULT_CHARS, **kwargs):
         if vocab_file is not None:
-            with open(vocab_file, encoding="utf-8") as f:
-                self._vocab: dict[str, int] = json.load(f)
+            self._vocab: dict[str, int] = read_vocabulary(vocab_file)
         else:
-            specials = ["<pad>", "<bos>", "<eos>", "<unk>"]
             uniq = list(dict.fromkeys(chars))
-            self._vocab = {tok: i for i, tok in enumerate(specials + uniq)}
+            self._vocab = {tok: i for i, tok in enumerate([*SPECIALS, *uniq])}
         self._inverse = {i: t for t, i in self._vocab.items()}
         kwargs.setdefault("pad_token", "<pad>")
         kwargs.setdefault("bos_token", "<bos>")

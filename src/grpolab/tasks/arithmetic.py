@@ -10,13 +10,44 @@ Derived in: book/labs/01-g-sweep.md ("The setup").
 from __future__ import annotations
 
 import random
+import re
 
 import numpy as np
 
 from grpolab._validate import as_positive_int
 from grpolab.tasks.base import Prompt, Task
 
-__all__ = ["ArithmeticTask", "PartialCreditArithmeticTask", "partial_credit"]
+__all__ = ["ArithmeticTask", "PartialCreditArithmeticTask", "partial_credit", "MAX_DIGITS",
+           "MAX_OPERANDS", "MAX_PROMPTS", "MAX_SEED", "OPS_GRAMMAR"]
+
+#: Largest operand size: numbers below 10**18, so every operand is an int64 and a
+#: two-operand prompt with its answer fits the tiny model's 64 positions.
+MAX_DIGITS = 18
+#: Most numbers per prompt (a chain of 7 operations).
+MAX_OPERANDS = 8
+#: Most prompts per split: a prompt costs a few hundred bytes and about 40 us to draw, so a
+#: million is about 0.4 GB and under a minute; far beyond the labs' 2,000.
+MAX_PROMPTS = 10**6
+#: Seeds are folded into a string, so any int would do; 32 bits, like every grpolab seed.
+MAX_SEED = 2**32 - 1
+#: The operators: a string of 1 to 16 of the characters + - * (repeats weight the draw).
+#: Only this exact grammar reaches the evaluator in :meth:`ArithmeticTask._make`.
+OPS_GRAMMAR = re.compile(r"[+*-]{1,16}")
+
+
+def _sizes(values, name: str, minimum: int, maximum: int) -> tuple[int, ...]:
+    """A non-empty list (or one value) of distinct integers in [minimum, maximum]."""
+    if isinstance(values, (str, bytes, dict)):
+        raise ValueError(f"{name} must be an integer or a list of integers in [{minimum}, "
+                         f"{maximum}], got {values!r}")
+    seq = list(values) if isinstance(values, (list, tuple, np.ndarray)) else [values]
+    if not seq or len(seq) > maximum - minimum + 1:
+        raise ValueError(f"{name} must list 1 to {maximum - minimum + 1} distinct integers in "
+                         f"[{minimum}, {maximum}], got {len(seq)} values")
+    out = tuple(int(as_positive_int(v, name, minimum=minimum, maximum=maximum)) for v in seq)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name} must list each value once, got {list(out)}")
+    return out
 
 
 class ArithmeticTask(Task):
@@ -39,13 +70,14 @@ class ArithmeticTask(Task):
 
     def __init__(self, digits=(1, 2, 3), operands=(2,), ops: str = "+", n_train: int = 2000,
                  n_eval: int = 300, seed: int = 0):
-        digits = tuple(int(as_positive_int(d, "digits")) for d in np.atleast_1d(digits))
-        operands = tuple(int(as_positive_int(k, "operands", minimum=2))
-                         for k in np.atleast_1d(operands))
-        if not ops or any(o not in "+-*" for o in ops):
-            raise ValueError(f"ops must be a non-empty string of '+', '-', '*', got {ops!r}")
-        n_train = as_positive_int(n_train, "n_train")
-        n_eval = as_positive_int(n_eval, "n_eval")
+        digits = _sizes(digits, "digits", 1, MAX_DIGITS)
+        operands = _sizes(operands, "operands", 2, MAX_OPERANDS)
+        if not isinstance(ops, str) or not OPS_GRAMMAR.fullmatch(ops):
+            raise ValueError(f"ops must be a string of 1 to 16 of the characters '+', '-', '*' "
+                             f"(e.g. '+-'), got {ops!r}")
+        n_train = as_positive_int(n_train, "n_train", maximum=MAX_PROMPTS)
+        n_eval = as_positive_int(n_eval, "n_eval", maximum=MAX_PROMPTS)
+        seed = as_positive_int(seed, "seed", minimum=0, maximum=MAX_SEED)
         self.digits, self.operands, self.ops, self.seed = digits, operands, ops, seed
         # Seeded by "arithmetic", not self.name: the partial-credit variant must draw the
         # same prompts, so binary vs partial-credit runs compare rewards, not prompt sets.
@@ -55,6 +87,7 @@ class ArithmeticTask(Task):
         combos = sorted(((d, k) for d in digits for k in operands),
                         key=lambda c: self._capacity(*c))
         total = n_train + n_eval
+        self._check_capacity(combos, total)
         train: list[Prompt] = []
         evals: list[Prompt] = []
         seen: set[str] = set()
@@ -82,6 +115,17 @@ class ArithmeticTask(Task):
         rng.shuffle(train)
         rng.shuffle(evals)
         self.train_prompts, self.eval_prompts = train[:n_train], evals[:n_eval]
+
+    def _check_capacity(self, combos, total: int) -> None:
+        """Refuse, before a prompt is drawn, splits larger than the levels can fill: the
+        quotas of the loop in ``__init__``, counted without drawing."""
+        made = 0
+        for i, (d, k) in enumerate(combos):
+            made += min(self._capacity(d, k) // 2, -(-(total - made) // (len(combos) - i)))
+        if made < total:
+            raise ValueError(f"n_train + n_eval = {total} is more distinct prompts than "
+                             f"digits={self.digits}, operands={self.operands}, ops={self.ops!r} "
+                             f"allow (at most {made})")
 
     def _capacity(self, d: int, k: int) -> int:
         numbers = 10 if d == 1 else 9 * 10 ** (d - 1)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from grpolab._validate import as_positive_int
+from grpolab.tasks.arithmetic import MAX_PROMPTS
 from grpolab.tasks.base import Prompt, Task
 
 __all__ = [
@@ -133,8 +134,15 @@ class WordProblemTask(Task):
         bad = [v for v in levels if v not in LEVELS]
         if not levels or bad:
             raise ValueError(f"levels must be a non-empty subset of {LEVELS}, got {bad or levels}")
-        n_train = as_positive_int(n_train, "n_train")
-        n_eval = as_positive_int(n_eval, "n_eval")
+        n_train = as_positive_int(n_train, "n_train", maximum=MAX_PROMPTS)
+        n_eval = as_positive_int(n_eval, "n_eval", maximum=MAX_PROMPTS)
+        seed = as_positive_int(seed, "seed", minimum=0, maximum=2**32 - 1)
+        if not isinstance(instruction, str) or len(instruction) > 1000:
+            raise ValueError(f"instruction must be a string of at most 1000 characters, got "
+                             f"{instruction!r:.60}")
+        if chat_template is not None and (not isinstance(chat_template, str) or not chat_template):
+            raise ValueError(f"chat_template must be 'smollm2', a tokenizer folder or hub id, or "
+                             f"null, got {chat_template!r:.60}")
         self.levels, self.seed, self.instruction = levels, seed, instruction
         self.chat_template = chat_template
         tokenizer = load_chat_tokenizer(chat_template) if chat_template else None
@@ -288,7 +296,8 @@ def load_chat_tokenizer(name: str):
     from transformers import AutoTokenizer
 
     try:
-        return AutoTokenizer.from_pretrained(name)
-    except OSError as exc:
-        raise ValueError(f"chat_template: no tokenizer at {name!r} ({exc})".splitlines()[0]) \
-            from exc
+        return AutoTokenizer.from_pretrained(name, trust_remote_code=False)
+    except (OSError, ValueError) as exc:  # ValueError: it needs remote code, never run
+        reason = " ".join(str(exc).split())[:200]
+        raise ValueError(f"chat_template: no tokenizer grpolab can load at {name!r} ({reason})"
+                         ) from exc

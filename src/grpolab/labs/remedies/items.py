@@ -235,13 +235,15 @@ def config_key(config: GRPOConfig, remedy: Remedy) -> str:
 
 def _copy_run(src: str, dst: str, extra: dict) -> None:
     """Copy a finished run (log, then summary last) and relabel it for its new item/arm."""
-    from grpolab.grpo.records import read_json, write_json_atomic, write_text_atomic
+    from grpolab._files import read_text
+    from grpolab.grpo.records import RUN_SUMMARY, read_json, write_json_atomic, write_text_atomic
 
+    fix = f"delete the folder {src} and rerun"
     summary = read_json(os.path.join(src, "summary.json"), "a run summary", keys=("config",),
-                        remedy=f"delete the folder {src} and rerun")
+                        remedy=fix, schema=RUN_SUMMARY)
     os.makedirs(dst, exist_ok=True)
-    with open(os.path.join(src, "log.jsonl")) as f:
-        write_text_atomic(os.path.join(dst, "log.jsonl"), f.read())
+    write_text_atomic(os.path.join(dst, "log.jsonl"),
+                      read_text(os.path.join(src, "log.jsonl"), "a run log", remedy=fix))
     summary.update(extra)
     write_json_atomic(os.path.join(dst, "summary.json"), summary)
 
@@ -251,6 +253,22 @@ def run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = Non
              cache_dir: str | None = None, pool_dir: str | None = None,
              progress: bool = True, log=print) -> dict:
     """Run (or resume) every arm × seed of item ``name`` into ``out``; aggregate.
+
+    ``out`` is locked before any other work (building configs and prompts takes seconds),
+    so a second runner on it is refused at once, naming the first one's pid.
+    """
+    from grpolab.grpo.records import output_lock
+
+    with output_lock(out):
+        return _run_item(name, out, seeds=seeds, arms=arms, overrides=overrides,
+                         cache_dir=cache_dir, pool_dir=pool_dir, progress=progress, log=log)
+
+
+def _run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = None,
+              arms: list[str] | None = None, overrides: dict | None = None,
+              cache_dir: str | None = None, pool_dir: str | None = None,
+              progress: bool = True, log=print) -> dict:
+    """The body of :func:`run_item` (``out`` locked).
 
     ``overrides``: GRPOConfig or Remedy fields applied to every arm (a field an arm of this
     item varies is refused: it would erase the comparison). ``pool_dir`` (default

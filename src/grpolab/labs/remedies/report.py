@@ -9,12 +9,12 @@ Derived in: book/labs/03-remedies.md.
 
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
 
 from grpolab import theory
+from grpolab._files import Field
 from grpolab.labs.remedies import strategies
 
 #: The remedy labs' primary metric: held-out pass@1 estimated from ``eval_samples`` samples
@@ -25,6 +25,36 @@ __all__ = ["aggregate_item", "dynamic_sampling_theory", "SIDE_METRIC", "plot_ite
            "PRIMARY_METRIC",
            "results_root", "load_results", "arm_table", "compare", "compare_family", "publish",
            "reproduce_command", "display_item", "table_html", "show_table"]
+
+
+# ----------------------------------------------------------------------------- file schemas
+#: ``item.json``, as the aggregation reads it (other keys allowed).
+ITEM_RECORD = Field("object", extra_keys=True, fields={
+    "item": Field("str", max_items=200), "title": Field("str", required=False),
+    "arms": Field("map", max_items=1000, items=Field("object", extra_keys=True, fields={})),
+    "seeds": Field("list", max_items=1000, items=Field("int", 0, 2**32 - 1)),
+})
+#: ``results.json``, as the plots and the book read it (other keys allowed).
+RESULTS_RECORD = Field("object", extra_keys=True, fields={
+    "item": Field("str", max_items=200), "title": Field("str", required=False),
+    "seeds": Field("list", required=False, max_items=1000, items=Field("int", 0)),
+    "results": Field("map", max_items=1000, items=Field("object", extra_keys=True, fields={
+        "curves": Field("list", required=False, items=Field("object", extra_keys=True, fields={
+            "completions": Field("list", items=Field("real")),
+            "accuracy": Field("list", items=Field("real", 0, 1))})),
+    })),
+})
+#: A dynamic-sampling step of a run log (the theory-vs-measurement rows read these).
+DYNAMIC_STEP = Field("object", extra_keys=True, fields={
+    "generation_batches": Field("int", 0), "q_predicted": Field("real", 0, 1),
+    "informative_generated": Field("int", 0), "groups_generated": Field("int", 0),
+    "completions_step": Field("int", 0), "hit_cap": Field("bool"),
+})
+#: The config fields of a dynamic-sampling run summary those rows read.
+DYNAMIC_CONFIG = Field("object", extra_keys=True, fields={
+    "num_generations": Field("int", 1), "prompts_per_step": Field("int", 1),
+    "max_batches": Field("int", 1),
+})
 
 
 # ----------------------------------------------------------------------------- aggregation
@@ -39,11 +69,18 @@ def _mean_sd(v: list[float]) -> dict:
 def aggregate_item(out: str | os.PathLike) -> dict:
     """Per-arm means and seed standard deviations of every summary metric into
     ``results.json`` (small; committed), plus accuracy-vs-completions curves per arm."""
-    from grpolab.grpo.records import CorruptFileError, read_json, read_jsonl, write_json_atomic
+    from grpolab.grpo.records import (
+        RUN_SUMMARY,
+        CorruptFileError,
+        check_log_records,
+        read_json,
+        read_jsonl,
+        write_json_atomic,
+    )
 
     out = os.fspath(out)
     meta = read_json(os.path.join(out, "item.json"), "a remedy item record (grpolab remedies)",
-                     keys=("item", "arms", "seeds"))
+                     keys=("item", "arms", "seeds"), schema=ITEM_RECORD)
     metrics = ("final_accuracy", "initial_accuracy", "final_sampled_accuracy",
                "initial_sampled_accuracy",
                "informative_per_1k_completions", "informative_groups_used", "groups_used",
@@ -62,11 +99,13 @@ def aggregate_item(out: str | os.PathLike) -> dict:
             remedy = f"delete the folder {d} and rerun (only that run is redone)"
             summ = read_json(os.path.join(d, "summary.json"), "a run summary",
                              keys=("steps", "final_accuracy", "final_accuracy_by_difficulty",
-                                   "initial_accuracy"), remedy=remedy)
+                                   "initial_accuracy"), remedy=remedy, schema=RUN_SUMMARY)
             sums.append(summ)
             if summ.get("warmstart_sha256"):
                 starts.add(summ["warmstart_sha256"])
-            recs = read_jsonl(os.path.join(d, "log.jsonl"), "a run log", remedy=remedy)
+            log_path = os.path.join(d, "log.jsonl")
+            recs = check_log_records(log_path, read_jsonl(log_path, "a run log", remedy=remedy),
+                                     remedy)
             evals = [r for r in recs if "eval_greedy_accuracy" in r]
             if not any(r.get("step") == summ["steps"] for r in evals):
                 raise CorruptFileError(os.path.join(d, "log.jsonl"), "lacks the final evaluation "
@@ -133,18 +172,31 @@ def _capped_batches(p: float, G: int, B: int, cap: int) -> float:
 
 
 def _dynamic_sampling_theory_rows(root: str) -> list[dict]:
+    from grpolab._files import CorruptFileError, check
+    from grpolab.grpo.records import RUN_SUMMARY, read_json, read_jsonl
+
     rows = []
     for s in sorted(os.listdir(root)):
         path = os.path.join(root, s, "summary.json")
         if not os.path.isfile(path):
             continue
-        with open(path) as f:
-            summ = json.load(f)
+        remedy = f"delete the folder {os.path.join(root, s)} and rerun (only that run is redone)"
+        summ = read_json(path, "a run summary", keys=("config",), remedy=remedy,
+                         schema=RUN_SUMMARY)
         # GRPO fields in "config"; the remedy's own (max_batches) in "remedy_config"
-        cfg = {**summ["config"], **summ.get("remedy_config", {})}
+        extra = summ.get("remedy_config", {})
+        cfg = {**summ["config"], **(extra if isinstance(extra, dict) else {})}
+        check(cfg, DYNAMIC_CONFIG, path, remedy=remedy)
         G, B = cfg["num_generations"], cfg["prompts_per_step"]
-        with open(os.path.join(root, s, "log.jsonl")) as f:
-            recs = [r for r in map(json.loads, f) if "generation_batches" in r]
+        log_path = os.path.join(root, s, "log.jsonl")
+        recs = [r for r in read_jsonl(log_path, "a run log", remedy=remedy)
+                if "generation_batches" in r]
+        for n, r in enumerate(recs):
+            try:
+                check(r, DYNAMIC_STEP, log_path, remedy=remedy)
+            except CorruptFileError as exc:
+                raise CorruptFileError(log_path, f"dynamic-sampling step {n}: {exc.problem}",
+                                       remedy) from None
         pred_c, pred_b, pred_cap = [], [], []
         for r in recs:
             p = strategies.pass_rate_for_informative(r["q_predicted"], G)
@@ -207,7 +259,7 @@ def plot_item(out: str | os.PathLike) -> list[str]:
 
     out = os.fspath(out)
     res = read_json(os.path.join(out, "results.json"), "remedy results (grpolab remedies)",
-                    keys=("item", "results"))
+                    keys=("item", "results"), schema=RESULTS_RECORD)
     with plt.rc_context(FIGURE_STYLE):
         return _plot_item(res, out)
 
@@ -308,11 +360,13 @@ def results_root() -> str:
 
 def load_results(item: str, root: str | None = None) -> dict | None:
     """The committed ``results.json`` of an item, or None when it has not been measured."""
+    from grpolab.grpo.records import read_json
+
     path = os.path.join(root or results_root(), item, "results.json")
     if not os.path.isfile(path):
         return None
-    with open(path) as f:
-        return json.load(f)
+    return read_json(path, "remedy results (grpolab remedies)", keys=("item", "results"),
+                     schema=RESULTS_RECORD)
 
 
 def _fmt(st: dict | None, digits: int = 3) -> str:

@@ -240,8 +240,25 @@ def _plot_gradient_noise(summary, regimes):
     return fig
 
 
-def plot_sweep(out: str) -> list[str]:
-    """Write every plot of the sweep in ``out`` to ``out/plots``; return the paths."""
+#: Most regimes ``plot_sweep`` draws (one row of panels each), and the largest curves.csv
+#: it reads: a summary of hundreds of regimes would take minutes and an unreadable figure.
+MAX_PLOT_REGIMES = 12
+MAX_CURVES_BYTES = 64 * 2**20
+
+
+def _plotted_run():
+    from grpolab._files import Field
+
+    share = Field("real", 0, 1, required=False, nullable=True)
+    return Field("object", extra_keys=True, fields={
+        "regime": Field("str"), "G": Field("int", 1), "seed": Field("int", 0),
+        "zero_variance_observed": share, "zero_variance_predicted": share,
+        "grad_norm_mean": Field("real", 0, required=False, nullable=True)})
+
+
+def plot_sweep(out: str, *, max_regimes: int = MAX_PLOT_REGIMES, log=print) -> list[str]:
+    """Write every plot of the sweep in ``out`` to ``out/plots``; return the paths. At most
+    ``max_regimes`` regimes are drawn (the first ones; ``log`` gets a note saying so)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -249,9 +266,27 @@ def plot_sweep(out: str) -> list[str]:
     regimes = list(summary["regimes"])
     if not regimes:
         return []
+    if len(regimes) > max_regimes:
+        log(f"note: {out}/summary.json has {len(regimes)} regimes; plotting the first "
+            f"{max_regimes} ({', '.join(regimes[:3])}, ...)")
+        regimes = regimes[:max_regimes]
+    from grpolab._files import CorruptFileError, check, read_text
+
+    path, spec = os.path.join(out, "summary.json"), _plotted_run()
+    for i, run in enumerate(summary["runs"]):  # what the plots read, typed (else a TypeError
+        try:                                   # deep in matplotlib)
+            check(run, spec, path)
+        except CorruptFileError as exc:
+            raise CorruptFileError(path, f"runs[{i}]: {exc.problem}") from None
+    curves = os.path.join(out, "curves.csv")
+    if os.path.exists(curves):  # a device or a FIFO refused unread, and at most 64 MiB
+        read_text(curves, "a sweep's curves", max_bytes=MAX_CURVES_BYTES,
+                  remedy="rerun 'grpolab lab sweep' to rebuild it")
     plots = os.path.join(out, "plots")
     os.makedirs(plots, exist_ok=True)
-    paths = save_figure(plot_accuracy(load_curves(out), regimes), plots, "accuracy")
+    keep = set(regimes)
+    rows = [r for r in load_curves(out) if r["regime"] in keep]
+    paths = save_figure(plot_accuracy(rows, regimes), plots, "accuracy")
     paths += save_figure(plot_zero_variance(summary, regimes), plots, "zero_variance")
     paths += save_figure(plot_gradient_noise(summary, regimes), plots, "gradient_noise")
     return paths

@@ -32,6 +32,7 @@ import time
 
 import numpy as np
 
+from grpolab import _files
 from grpolab.grpo.config import training_prompts
 from grpolab.grpo.measure import gradient_noise, pass_rate_census
 from grpolab.grpo.records import (
@@ -271,6 +272,42 @@ def _run_dir(out: str, regime, G: int, seed: int) -> str:
     return os.path.join(out, "runs", regime.name, f"G{G}-seed{seed}")
 
 
+def _check_measurements(out: str, preset: SweepPreset) -> None:
+    """Read every census (and its record) and the gradient-noise file the sweep will use,
+    so that a damaged one is refused before the warm start is loaded or trained (seconds
+    to minutes), not after. Whether a sound file fits this sweep is decided where it is
+    used (:func:`grpolab.grpo.records.cached_census`, :func:`_noise_rows`)."""
+    for regime in preset.regimes:
+        path = _census_path(out, regime)
+        if os.path.isfile(path):
+            read_npy(path, "a pass-rate census", ndim=2)
+            meta = _census_stem(out, regime) + ".json"
+            if os.path.isfile(meta):
+                read_json(meta, "a census record")
+    path = os.path.join(out, "gradient_noise.json")
+    for regime, rows in _read_noise(path).items():
+        for i, row in enumerate(rows):
+            try:
+                _files.check(row, _NOISE_ROW, path)
+            except CorruptFileError as exc:
+                raise CorruptFileError(path, f"{regime}[{i}]: {exc.problem}") from None
+
+
+_F = _files.Field
+#: The fields of a gradient-noise row that the sweep and its plots read (others allowed).
+_NOISE_ROW = _F("object", extra_keys=True, fields={
+    "G": _F("int", 1), "prompts_per_step": _F("int", 1, required=False),
+    "trace_variance": _F("real", 0, required=False, nullable=True),
+    "noise_to_signal": _F("real", 0, required=False, nullable=True),
+    "made_from": _F("object", required=False, extra_keys=True, fields={}),
+})
+#: What ``sweep.json`` must hold for a rerun to be compared with it (others allowed).
+_SWEEP_RECORD = _F("object", extra_keys=True, fields={
+    "preset_name": _F("str", max_items=200), "device": _F("str", required=False),
+    "torch_threads": _F("int", 1, required=False, nullable=True),
+})
+
+
 def check_resume(out: str, preset: SweepPreset) -> dict[str, int]:
     """Compare ``preset`` with the sweep already in ``out`` without writing anything; return
     the number of finished runs per regime. Refused: another preset, a finished run of
@@ -279,12 +316,13 @@ def check_resume(out: str, preset: SweepPreset) -> dict[str, int]:
     import torch
 
     meta_path = os.path.join(out, "sweep.json")
-    meta = (read_json(meta_path, "a sweep record", keys=("preset_name",))
+    meta = (read_json(meta_path, "a sweep record", keys=("preset_name",), schema=_SWEEP_RECORD)
             if os.path.isfile(meta_path) else {})
     if meta and meta["preset_name"] != preset.name:
         raise ValueError(f"{out} holds a sweep of preset {meta['preset_name']!r}, not "
                          f"{preset.name!r}; use another --out")
     threads = meta.get("torch_threads")
+    _check_measurements(out, preset)  # damaged files: refused now, before the warm start
     finished: dict[str, int] = {}
     for regime in preset.regimes:
         for G in preset.group_sizes:
@@ -304,7 +342,36 @@ def check_resume(out: str, preset: SweepPreset) -> dict[str, int]:
 
 def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bool = True,
               log=print) -> dict:
-    """Run (or resume) every (regime, G, seed) of ``preset`` into ``out``; return the summary."""
+    """Run (or resume) every (regime, G, seed) of ``preset`` into ``out``; return the summary.
+
+    ``out`` is locked before any other work (:func:`grpolab.grpo.records.output_lock`), so
+    a second sweep on it is refused at once, naming the first one's pid."""
+    from grpolab.grpo.records import output_lock
+
+    with output_lock(os.fspath(out)):
+        check_memory(preset)
+        return _run_sweep(preset, out, progress=progress, plots=plots, log=log)
+
+
+def check_memory(preset: SweepPreset) -> None:
+    """Refuse, before any work, a gradient-noise measurement this machine cannot hold: it
+    keeps one float64 gradient per batch (``noise_batches`` × the model's parameters).
+    Every run's own buffers are checked by :meth:`GRPOConfig.validate`."""
+    from grpolab.models import memory
+
+
+    config = preset.config
+    shape = memory.model_shape(config.model, config.warmstart)
+    params = (memory.tiny_parameters(shape.layers, shape.hidden) if config.model == "tiny"
+              else 12 * shape.layers * shape.hidden ** 2 + shape.vocab * shape.hidden)
+    memory.check_memory(8 * params * preset.noise_batches, f"--noise-batches "
+                        f"{preset.noise_batches} (one float64 gradient of "
+                        f"{memory.count(params)} parameters per batch)",
+                        f"at most {memory.largest_fitting(8 * params)} batches fit")
+
+
+def _run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bool = True,
+               log=print) -> dict:
     import torch
     from tqdm.auto import tqdm
 
