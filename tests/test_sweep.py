@@ -170,3 +170,16 @@ def test_a_compute_axis_sweep_gives_pass_at_k_the_crossing_and_g_star(tmp_path, 
     assert "g_star" in reg and "verdict" in reg["g_star"] or "error" in reg["g_star"]
     again = compute_axis(str(tmp_path), preset, write=False)  # deterministic from the logs
     assert again["regimes"]["mixed"]["crossing"] == reg["crossing"]
+
+
+def test_toy_g_star_of_measured_successes_is_the_toy_models_own():
+    """The compute axis's toy G* column is toy.predicted_optimal_group_size on the measured
+    successes (a planted mix of easy and hard prompts), not a missing value."""
+    from grpolab import toy
+    from grpolab.labs.sweep.compute_axis import _toy_g_star
+
+    successes = np.array([1, 0, 14, 14, 22, 0, 2, 40, 60, 3])
+    g = _toy_g_star(successes, 64)
+    expected = toy.predicted_optimal_group_size(toy.empirical_dataset(successes, 64),
+                                                toy.ToyConfig())["G_star"]
+    assert g is not None and g == pytest.approx(expected) and g >= 1

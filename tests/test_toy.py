@@ -346,7 +346,8 @@ def test_live_playground_loads_every_scenario_and_redraws():
     matplotlib.use("Agg")
     box = playground.live_playground({"seeds": 2, "steps": 25})
     scenario = box.children[1].children[0].children[0]
-    readout = box.children[2]
+    note, controls, inert, readout, out = box.children  # as live_playground lays them out
+    assert "grpolab-toy-readout" in readout.value and "No effect" in inert.value
     first = readout.value
     assert "final pass rate" in first
     for s in playground.SCENARIOS:

@@ -701,6 +701,13 @@ def _ref_softmax(ref_logits) -> np.ndarray:
         raise ValueError(str(exc).replace("logits", "ref_logits", 1)) from None
 
 
+def _log_softmax(logits) -> np.ndarray:
+    """log softmax of logits already checked by :func:`_softmax`."""
+    z = np.asarray(logits, dtype=float).ravel()
+    z = z - z.max()
+    return z - np.log(np.sum(np.exp(z)))
+
+
 def kl_estimator_mc(logits, ref_logits, n_samples: int = 200_000, seed: int = 0) -> dict:
     """Sample x ~ π = softmax(logits) and average Schulman's k1, k2, k3 of
     r = π_ref(x)/π(x): ``{"k1": MCEstimate, "k2": ..., "k3": ...}``.
@@ -713,7 +720,9 @@ def kl_estimator_mc(logits, ref_logits, n_samples: int = 200_000, seed: int = 0)
         raise ValueError("logits and ref_logits must have the same number of actions")
     n = as_positive_int(n_samples, "n_samples", minimum=2, maximum=MAX_DRAWS)
     x = _rng(seed).choice(pi.size, size=n, p=pi)
-    log_r = np.log(ref[x]) - np.log(pi[x])
+    # log-softmax from the logits, not log of the probabilities: a reference probability
+    # that underflows to 0 (ref_logits 1e3 apart) would give log 0 = -inf for a finite KL
+    log_r = _log_softmax(ref_logits)[x] - _log_softmax(logits)[x]
     return {"k1": _estimate(-log_r), "k2": _estimate(0.5 * log_r**2),
             "k3": _estimate(np.expm1(log_r) - log_r)}
 

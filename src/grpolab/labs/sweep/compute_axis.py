@@ -32,8 +32,8 @@ import os
 
 import numpy as np
 
-from grpolab import theory
-from grpolab.grpo.records import finished_run, read_json, write_json_atomic
+from grpolab import __version__, theory
+from grpolab.grpo.records import finished_run, git_commit, read_json, write_json_atomic
 from grpolab.labs import stats
 
 __all__ = ["compute_axis", "pass_at_k_curve", "difficulty_bins", "K_VALUES", "BIN_EDGES",
@@ -130,7 +130,7 @@ def _toy_g_star(successes: np.ndarray, samples: int) -> float | None:
 
     fit = toy.predicted_optimal_group_size(toy.empirical_dataset(successes, samples),
                                            toy.ToyConfig())
-    g = fit.get("g_star") if isinstance(fit, dict) else getattr(fit, "g_star", None)
+    g = fit["G_star"]
     return float(g) if g is not None and math.isfinite(g) else None
 
 
@@ -212,6 +212,8 @@ def compute_axis(out: str, preset, *, write: bool = True) -> dict:
             reg["toy_g_star_by_checkpoint"][str(c)] = _toy_g_star(k_sum, len(pooled) * n)
         result["regimes"][regime.name] = reg
     result = json.loads(json.dumps(result))  # keys as the file has them (strings)
+    # which code aggregated the runs (it may be newer than the code that ran them, sweep.json)
+    result["aggregated_by"] = {"grpolab_version": __version__, "git_commit": git_commit()}
     if write:
         write_json_atomic(os.path.join(out, "compute_axis.json"), result)
     return result

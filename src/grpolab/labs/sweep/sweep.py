@@ -278,7 +278,7 @@ def _check_measurements(out: str, preset: SweepPreset) -> None:
     to minutes), not after. Whether a sound file fits this sweep is decided where it is
     used (:func:`grpolab.grpo.records.cached_census`, :func:`_noise_rows`)."""
     for regime in preset.regimes:
-        path = _census_path(out, regime)
+        path = census_path(out, regime)
         if os.path.isfile(path):
             read_npy(path, "a pass-rate census", ndim=2)
             meta = _census_stem(out, regime) + ".json"
