@@ -194,3 +194,26 @@ def test_distinct_per_group():
     assert remedies.distinct_per_group(["1", "1 ", "2", "3", "3", "3"], 3).tolist() == [2, 1]
     with pytest.raises(ValueError, match="multiple"):
         remedies.distinct_per_group(["1", "2"], 3)
+
+
+def _results(arms: dict[str, list[float]]) -> dict:
+    seeds = list(range(len(next(iter(arms.values())))))
+    return {"seeds": seeds,
+            "results": {a: {"m": {"values": v}} for a, v in arms.items()}}
+
+
+def test_compare_treats_float_residue_as_no_spread():
+    """0.405 − 0.41 and 0.415 − 0.42 differ by ~1e-17 in floating point; that is one shared
+    difference, not a t test with p ~ 1e-29, so it is never detected."""
+    from grpolab.labs.remedies import report
+
+    res = _results({"a": [0.405, 0.405, 0.415], "b": [0.41, 0.41, 0.42],
+                    "same": [0.405, 0.405, 0.415], "c": [0.40, 0.42, 0.43]})
+    c = report.compare(res, "a", "b", "m")
+    assert c["p_value"] is None and "not a test" in c["test"]
+    assert c["low"] == c["high"] == pytest.approx(-0.005)
+    assert report.compare(res, "a", "same", "m")["p_value"] == 1.0
+    fam = report.compare_family(res, [("a", "b"), ("a", "c")], "m")
+    assert fam[0]["p_holm"] is None and not fam[0]["differs"]
+    # a real spread is still a test (the guard must not swallow ordinary contrasts)
+    assert fam[1]["p_value"] is not None and fam[1]["low"] < fam[1]["high"]

@@ -401,13 +401,33 @@ def _by_seed(results: dict, arm: str, metric: str) -> dict[int, float]:
     return dict(zip(seeds, values, strict=True))
 
 
+#: Below this (relative) spread the per-seed differences of a paired contrast are taken as
+#: equal: metrics are means over at most a few thousand samples, so a real spread is far
+#: larger, and float subtraction leaves ~1e-17.
+_RESIDUE = 1e-9
+
+
 def compare(results: dict, a: str, b: str, metric: str = PRIMARY_METRIC) -> dict:
     """The difference of arms a − b on ``metric`` with its 95% t interval: paired by seed
     when both arms ran the same seeds (they share prompt orders), Welch's otherwise.
-    One contrast, uncorrected; use :func:`compare_family` for a family of contrasts."""
+    One contrast, uncorrected; use :func:`compare_family` for a family of contrasts.
+    Paired differences that are all equal up to float residue are no test (``p_value``
+    None), or p = 1 when they are all zero (identical runs)."""
     from grpolab.labs.stats import contrast
 
-    c = contrast(_by_seed(results, a, metric), _by_seed(results, b, metric))
+    xa, xb = _by_seed(results, a, metric), _by_seed(results, b, metric)
+    c = contrast(xa, xb)
+    if set(xa) == set(xb) and len(xa) >= 2 and c["p_value"] is not None:
+        # Per-seed differences equal up to float residue (0.405 − 0.41 against 0.415 − 0.42)
+        # have a spread of ~1e-17, which a t test turns into p ~ 1e-29: no spread, no test.
+        d = np.array([xa[s] - xb[s] for s in xa])
+        if np.ptp(d) <= _RESIDUE * max(1.0, float(np.abs(d).max())):
+            identical = bool(np.abs(d).max() <= _RESIDUE)
+            mean = 0.0 if identical else float(d.mean())
+            c = {**c, "difference": mean, "low": mean, "high": mean,
+                 "p_value": 1.0 if identical else None,
+                 "test": "paired t" if identical else
+                 "paired t, no spread (every seed differs by the same amount: not a test)"}
     if c["low"] is None:
         text = f"{a} − {b} ({metric}): {c['difference']:+.3f} (one seed: no interval)"
     else:
