@@ -231,17 +231,17 @@ def test_probes_measure_what_they_say(cache):
 
 def test_table_html_and_compare():
     res = {"seeds": [0, 1, 2],
-           "results": {"a": {"final_accuracy": {"mean": 0.5, "sd": 0.01, "n": 3,
+           "results": {"a": {"final_sampled_accuracy": {"mean": 0.5, "sd": 0.01, "n": 3,
                                                 "values": [0.49, 0.50, 0.51]},
                              "accuracy_gain": {"mean": 0.1, "sd": None, "n": 1}},
-                       "b": {"final_accuracy": {"mean": 0.45, "sd": 0.01, "n": 3,
+                       "b": {"final_sampled_accuracy": {"mean": 0.45, "sd": 0.01, "n": 3,
                                                 "values": [0.445, 0.45, 0.455]}},
-                       "c": {"final_accuracy": {"mean": 0.5, "sd": 0.02, "n": 3,
+                       "c": {"final_sampled_accuracy": {"mean": 0.5, "sd": 0.02, "n": 3,
                                                 "values": [0.52, 0.48, 0.50]}}}}
-    md = remedy_report.arm_table(res, {"final_accuracy": "acc", "accuracy_gain": "gain"})
+    md = remedy_report.arm_table(res, {"final_sampled_accuracy": "acc", "accuracy_gain": "gain"})
     html = remedy_report.table_html(md)
     assert html.count("<tr>") == 4 and "0.500 ± 0.010" in html and "<th>acc</th>" in html
-    c = remedy_report.compare(res, "a", "b")  # paired by seed: differences .045 .05 .055
+    c = remedy_report.compare(res, "a", "b")  # primary metric; by seed .045 .05 .055
     d = np.array([0.045, 0.05, 0.055])
     half = 4.3027 * d.std(ddof=1) / np.sqrt(3)  # t(0.975, 2 df), not 2 SE
     assert c["difference"] == pytest.approx(0.05) and c["test"] == "paired t"

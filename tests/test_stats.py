@@ -159,3 +159,18 @@ def test_a_contrast_with_no_spread_is_not_a_detection():
     assert c["p_value"] is None and "no spread" in c["test"]
     assert not pairwise_contrasts({"a": a, "b": b})[0]["differs"]
     assert contrast(a, dict(a))["p_value"] == 1.0  # identical runs: no difference
+
+
+def test_a_contrast_whose_spread_is_float_residue_is_not_a_detection():
+    """Per-seed differences equal up to rounding give a tiny nonzero SE and, before, a t of
+    ~10^14 (p ~ 1e-29, "detected"); a real spread of the same mean is still tested."""
+    from grpolab.labs.stats import contrast, t_interval
+
+    a = {0: 0.005, 1: 0.105, 2: 0.705, 3: 0.335}
+    b = {0: 0.0, 1: 0.1, 2: 0.7, 3: 0.33}
+    d = [a[s] - b[s] for s in a]
+    assert t_interval(d)["se"] > 0  # the planted residue is there
+    c = contrast(a, b)
+    assert c["p_value"] is None and "no spread" in c["test"]
+    real = contrast({0: 0.006, 1: 0.104, 2: 0.7055, 3: 0.335}, b)
+    assert real["p_value"] is not None and real["test"] == "paired t"

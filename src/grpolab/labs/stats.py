@@ -98,11 +98,18 @@ def _p_value(ci: dict) -> float | None:
     """Two-sided p of a t interval's mean against 0. With no spread over seeds there is no
     test: None (a contrast of identical runs has p = 1), so a one-prompt difference shared by
     every seed is never "detected"."""
-    if ci["se"]:
+    if ci["se"] and not _float_residue(ci):
         return float(2 * stats.t.sf(abs(ci["mean"]) / ci["se"], ci["df"]))
-    if ci["se"] == 0.0 and ci["mean"] == 0:
+    if ci["mean"] == 0:
         return 1.0
     return None
+
+
+def _float_residue(ci: dict) -> bool:
+    """True when a t interval's spread is only rounding (per-seed differences equal up to
+    float residue, e.g. 0.005 and 0.005000000000000004): no spread, so no test, rather
+    than a t of 10^14."""
+    return ci["se"] is not None and ci["se"] <= 1e-9 * abs(ci["mean"])
 
 
 def contrast(a: Mapping[int, float], b: Mapping[int, float], confidence: float = 0.95) -> dict:
@@ -110,7 +117,7 @@ def contrast(a: Mapping[int, float], b: Mapping[int, float], confidence: float =
     if set(a) == set(b) and len(a) >= 2:
         d = [a[s] - b[s] for s in sorted(a)]
         ci = t_interval(d, confidence)
-        test = ("paired t" if ci["se"] or ci["mean"] == 0 else
+        test = ("paired t" if (ci["se"] and not _float_residue(ci)) or ci["mean"] == 0 else
                 "paired t, no spread (every seed differs by the same amount: not a test)")
         return {"difference": ci["mean"], "low": ci["low"], "high": ci["high"],
                 "p_value": _p_value(ci), "test": test, "n": ci["n"]}
