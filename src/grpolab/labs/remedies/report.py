@@ -501,7 +501,9 @@ def table_html(md: str) -> str:
     lines = [ln.strip() for ln in md.strip().splitlines() if ln.strip()]
     cells = [[html.escape(c.strip()) for c in ln.strip("|").split("|")] for ln in lines]
     head, body = cells[0], [r for r in cells[2:]]
-    out = ["<table>", "<thead><tr>" + "".join(f"<th>{c}</th>" for c in head) + "</tr></thead>",
+    # the book's table class, so that the dark theme draws it in its own colours
+    out = ['<table class="grpolab-table">',
+           "<thead><tr>" + "".join(f"<th>{c}</th>" for c in head) + "</tr></thead>",
            "<tbody>"]
     out += ["<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in body]
     return "\n".join(out + ["</tbody>", "</table>"])
