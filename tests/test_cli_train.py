@@ -135,7 +135,7 @@ def test_gpu_smollm2_run_config():
 
 
 def test_preset_regime_and_defaults():
-    full = preset_run_config("cpu-full", {"num_generations": 8}, regime="hard-fixed-prompts")
+    full = preset_run_config("cpu-full", {"num_generations": 8}, regime="3-digit-fixed-prompts")
     assert full.train_difficulties == [3] and full.prompts_per_step == 4
     quick = preset_run_config("cpu-quick", {"num_generations": 16})
     assert quick.prompts_per_step == 64 // 16
@@ -207,7 +207,7 @@ def test_a_finished_run_is_not_trained_again(tmp_path, monkeypatch, capsys):
 def test_config_file_reruns_a_summary(tmp_path, monkeypatch):
     pytest.importorskip("torch")
     calls = _capture_run(monkeypatch, "grpolab.grpo.loop")
-    first = preset_run_config("cpu-full", {"num_generations": 4, "seed": 2}, regime="hard")
+    first = preset_run_config("cpu-full", {"num_generations": 4, "seed": 2}, regime="3-digit")
     (tmp_path / "summary.json").write_text(json.dumps({"G": 4, "config": first.to_dict()}))
     assert main(["lab", "train", "--config", str(tmp_path / "summary.json"), "--steps", "7",
                  "--out", str(tmp_path / "rerun")]) == 0

@@ -7,8 +7,9 @@
 #   bash labs/gpu/run.sh --smoke --out /tmp/gpu   # every part at its smallest size, on CPU
 #
 # Parts (the budget table below is printed before anything runs):
-#   tiny-gpu         the `gpu` preset of the tiny model, reduced: hard regime, G 2 8 32,
-#                    3 seeds, 200 steps (the preset: 3 regimes x 5 G x 5 seeds x 600 steps)
+#   tiny-gpu         the `gpu` preset of the tiny model, reduced: 3-digit sums at fixed
+#                    prompts per step, G 2 8 32, 3 seeds, 200 steps (the preset: 3 regimes
+#                    x 5 G x 5 seeds x 600 steps)
 #   smollm2-grpolab  the `gpu-smollm2` preset, reduced: G 4 16, 40 steps, grpolab's loop
 #   smollm2-trl      the same with --backend trl (TRL's GRPOTrainer)
 #   bench-rollout    benchmarks/bench_rollout.py --device cuda (sampler vs model.generate)
@@ -95,7 +96,7 @@ fi
 
 # ---- 2. the parts: name, estimated minutes, time limit in seconds, then the command
 # The GPU run's sweep flags (validated through the CLI's parser in both modes, below)
-GPU_TINY=(--preset gpu --regimes hard --G 2 8 32 --seeds 0 1 2 --steps 200 --device cuda)
+GPU_TINY=(--preset gpu --regimes 3-digit-fixed-prompts --G 2 8 32 --seeds 0 1 2 --steps 200 --device cuda)
 GPU_SMOL=(--preset gpu-smollm2 --G 4 16 --steps 40 --device cuda)
 if [[ $SMOKE -eq 1 ]]; then
   MODE=smoke
