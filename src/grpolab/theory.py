@@ -490,6 +490,19 @@ def beta_zero_variance_probability(G, a, b):
     return scalar_or_array(np.minimum(total, 1.0, out=total))
 
 
+def _pass_rates_by_group_size(pass_rates, G) -> tuple[np.ndarray, np.ndarray]:
+    """Checked pass rates (flat, at least one) and group sizes for a (prompt × G) grid whose
+    size stays within MAX_DRAWS cells."""
+    p = as_probability(pass_rates, "pass_rates").ravel()
+    if p.size == 0:
+        raise ValueError("pass_rates must hold at least one pass rate")
+    G = as_group_size(G)
+    if p.size * G.size > MAX_DRAWS:
+        raise ValueError(f"pass_rates × G: {p.size} × {G.size} cells exceed {MAX_DRAWS:.0e}; "
+                         "pass fewer pass rates or group sizes")
+    return p, G
+
+
 def empirical_zero_variance_probability(pass_rates, G):
     """Zero-variance probability averaged over a list of per-prompt pass rates.
 
@@ -498,13 +511,7 @@ def empirical_zero_variance_probability(pass_rates, G):
 
     Derived in: book/theory/03-zero-variance.md, "Averaging over difficulty".
     """
-    p = as_probability(pass_rates, "pass_rates").ravel()
-    if p.size == 0:
-        raise ValueError("pass_rates must hold at least one pass rate")
-    G = as_group_size(G)
-    if p.size * G.size > MAX_DRAWS:
-        raise ValueError(f"pass_rates × G: {p.size} × {G.size} cells exceed {MAX_DRAWS:.0e}; "
-                         "pass fewer pass rates or group sizes")
+    p, G = _pass_rates_by_group_size(pass_rates, G)
     z = zero_variance_probability(p[:, None], G.reshape(1, -1))
     return scalar_or_array(np.asarray(z).mean(axis=0).reshape(G.shape))
 
@@ -985,13 +992,7 @@ def informative_share(pass_rates, G):
 
     Derived in: book/theory/09-loss-aggregation.md, "How G enters the normaliser".
     """
-    p = as_probability(pass_rates, "pass_rates").ravel()
-    if p.size == 0:
-        raise ValueError("pass_rates must hold at least one pass rate")
-    G = as_group_size(G)
-    if p.size * G.size > MAX_DRAWS:
-        raise ValueError(f"pass_rates × G: {p.size} × {G.size} cells exceed {MAX_DRAWS:.0e}; "
-                         "pass fewer pass rates or group sizes")
+    p, G = _pass_rates_by_group_size(pass_rates, G)
     eta = np.asarray(informative_probability(p[:, None], G.reshape(1, -1)))
     return scalar_or_array(eta.mean(axis=0).reshape(G.shape))
 
