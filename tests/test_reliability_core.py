@@ -56,6 +56,22 @@ def _env(tmp_path: Path, **extra) -> dict:
             "HOME": str(tmp_path / "home"), "PYTHONUNBUFFERED": "1", **extra}
 
 
+
+_LOCK_HOLDER = textwrap.dedent("""
+    import sys, time
+    from grpolab._locks import exclusive_lock
+    with exclusive_lock(sys.argv[1]):
+        print("held", flush=True)
+        time.sleep(120)
+""")
+
+
+def _hold_lock(folder, tmp_path) -> subprocess.Popen:
+    """A second process holding grpolab's lock on ``folder`` (it prints "held" once it has
+    it and keeps it for two minutes; the caller kills it)."""
+    return subprocess.Popen([sys.executable, "-c", _LOCK_HOLDER, str(folder)],
+                            stdout=subprocess.PIPE, text=True, env=_env(tmp_path))
+
 def _limit_memory():
     """A child that would read /dev/zero into memory dies at 3 GiB, not at the machine's."""
     resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))
@@ -441,15 +457,7 @@ def test_the_lock_is_reentrant_refuses_another_process_and_stays_inside(tmp_path
 
     out = tmp_path / "out"
     out.mkdir()
-    holder = textwrap.dedent("""
-        import sys, time
-        from grpolab._locks import exclusive_lock
-        with exclusive_lock(sys.argv[1]):
-            print("held", flush=True)
-            time.sleep(120)
-    """)
-    child = subprocess.Popen([sys.executable, "-c", holder, str(out)], stdout=subprocess.PIPE,
-                             text=True, env=_env(tmp_path))
+    child = _hold_lock(out, tmp_path)
     try:
         assert child.stdout.readline().strip() == "held"
         start = time.monotonic()
@@ -966,15 +974,7 @@ def test_a_lock_held_by_a_folder_above_is_found_and_our_own_is_not(tmp_path):
     outer = tmp_path / "sweep"
     inner = outer / "runs" / "mixed"
     inner.mkdir(parents=True)
-    holder = textwrap.dedent("""
-        import sys, time
-        from grpolab._locks import exclusive_lock
-        with exclusive_lock(sys.argv[1]):
-            print("held", flush=True)
-            time.sleep(120)
-    """)
-    child = subprocess.Popen([sys.executable, "-c", holder, str(outer)], stdout=subprocess.PIPE,
-                             text=True, env=_env(tmp_path))
+    child = _hold_lock(outer, tmp_path)
     try:
         assert child.stdout.readline().strip() == "held"
         assert _locks.held_above(inner) == (str(outer), child.pid)
