@@ -308,9 +308,13 @@ ROWS += [
     Row(adv.candidate_group_sizes, dict(max_G=64, budget=512),
         lambda Gs: bool(Gs) and all(isinstance(G, int) and G >= 2 for G in Gs)),
     Row(adv.fit_beta_binomial, dict(successes=[0, 3, 8], trials=[8, 8, 8]), positive_pair),
-    Row(adv.advise, dict(d=D_RATES, budget=64, max_G=16, noise=None),
+    Row(adv.advise, dict(d=D_RATES, budget=64, max_G=16, noise=None, total_completions=640,
+                         pool_size=None, processes=2, per_device_batch=4),
         lambda a: isinstance(a, adv.Advice) and PROB([r["zero_variance_fraction"]
                                                       for r in a.rows])),
+    Row(adv.trl_config, dict(G=8, budget=128, processes=2, per_device_batch=16),
+        lambda c: c["per_device_train_batch_size"] * c["processes"]
+        * c["gradient_accumulation_steps"] == c["completions_per_step"]),
     Row(adv.format_advice, dict(a=ADVICE), lambda text: isinstance(text, str) and text),
     Row(S.gradient_estimators_mc, dict(logits=[0.0, 1.0, 0.5], rewards=[1.0, 0.0, 0.0], G=4,
                                        n_batches=50, prompts_per_batch=2, seed=0, eps=1e-4),
@@ -352,6 +356,8 @@ ELSEWHERE = {
     # files in tests/test_reliability_core.py
     "advise.load_pass_rates": "tests/test_reliability_core.py (READERS)",
     "advise.load_noise": "tests/test_reliability_core.py (READERS)",
+    # writes a file: its refusals (a foreign file, no prompt ids) in tests/test_advise_trl.py
+    "advise.write_keep": "tests/test_advise_trl.py",
 }
 
 
