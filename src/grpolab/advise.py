@@ -427,6 +427,13 @@ def _looks_binary(rows: list[dict], mean_key: str, std_key: str | None, source: 
     return abs(float(np.mean(s)) / bern - 1) <= BINARY_STD_TOLERANCE
 
 
+def _constant(rows: list[dict], std_key: str | None, source: str) -> bool:
+    """Whether a reward function's logged batch std is 0 in every row (then no group varies
+    in it, and it cannot be the correctness reward whose groups are read)."""
+    return (std_key is not None and all(r.get(std_key) is not None for r in rows)
+            and not _column(rows, std_key, source).any())
+
+
 def _pick_reward(rows: list[dict], reward_key: str | None, source: str,
                  assumptions: list[str], warns: list[str]) -> str:
     """The key of the 0/1 correctness reward in TRL log rows (bare keys), or an AdviseError
@@ -434,7 +441,7 @@ def _pick_reward(rows: list[dict], reward_key: str | None, source: str,
     the reader must know about the zero-std fraction to ``warns``."""
     keys = set().union(*rows)
     funcs = _reward_functions(keys)
-    found = sorted(k for k in keys if k == "reward" or k.startswith("rewards/"))
+    found = sorted(["reward"] * ("reward" in keys) + [mk for mk, _ in funcs.values()])
     found_text = ", ".join(found) if found else "none"
     chosen = None
     if reward_key is not None:
@@ -456,7 +463,8 @@ def _pick_reward(rows: list[dict], reward_key: str | None, source: str,
         assumptions.append("one reward is logged, 'reward', with no per-function keys: taken "
                            "to be the 0/1 correctness reward (pass --reward-key if it is not)")
     else:
-        binary = [n for n, (mk, sk) in funcs.items() if _looks_binary(rows, mk, sk, source)]
+        binary = [n for n, (mk, sk) in funcs.items() if _looks_binary(rows, mk, sk, source)
+                  and not _constant(rows, sk, source)]
         if len(binary) != 1:
             raise AdviseError(
                 f"{source}: {len(funcs)} reward function(s) logged and "
@@ -483,8 +491,7 @@ def _pick_reward(rows: list[dict], reward_key: str | None, source: str,
     others = [n for n in funcs if n != chosen]
     if others:
         other_std = [funcs[n][1] for n in others]
-        constant = all(k is not None and all(r.get(k) is not None for r in rows)
-                       and not _column(rows, k, source).any() for k in other_std)
+        constant = all(_constant(rows, k, source) for k in other_std)
         if constant:
             assumptions.append(f"the other reward function(s) ({', '.join(others)}) had std 0 "
                                "in every step used, so the summed reward's zero-std fraction is "
@@ -545,7 +552,8 @@ def _log_records(records: list, source: str, num_generations: int | None,
         raise AdviseError(f"{source}: the mean of {key} over the last {len(window)} steps is "
                           f"{m:.4g}, not a pass rate strictly inside (0, 1); reward keys found: "
                           + ", ".join(sorted(k for k in set().union(*window)
-                                             if k == "reward" or k.startswith("rewards/"))))
+                                             if k == "reward" or (k.startswith("rewards/")
+                                                                  and not k.endswith("/std")))))
     assumptions.append("rewards are 0/1, so a zero-std group is an all-pass or all-fail group")
     if len(window) > 1 and set(np.unique(z_all)) <= {0.0, 1.0}:
         warns.append("every logged frac_reward_zero_std is 0 or 1: with scale_rewards='batch' "
