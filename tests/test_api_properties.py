@@ -358,6 +358,7 @@ ELSEWHERE = {
     "advise.load_noise": "tests/test_reliability_core.py (READERS)",
     # writes a file: its refusals (a foreign file, no prompt ids) in tests/test_advise_trl.py
     "advise.write_keep": "tests/test_advise_trl.py",
+    "advise.check_keep_target": "tests/test_advise_trl.py",
 }
 
 

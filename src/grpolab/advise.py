@@ -1,12 +1,17 @@
 """Choosing G from your own pass rates: the logic behind ``grpolab advise``.
 
 Read per-prompt pass rates (a census, a CSV, a JSON list) or a TRL training log with
-``frac_reward_zero_std``, turn them into a difficulty model, and evaluate every candidate G
-at a fixed budget of completions per step: the expected fraction of zero-variance groups,
-the informative prompts per step, the completions paid per informative group, the remedies
-(filtering, dynamic sampling, adaptive G) and, when gradient-noise constants are given, the
-exact model's fixed-budget optimum G* = 1 + √(c₃/c₁). Every line of the recommendation
-carries its reason.
+``frac_reward_zero_std`` (trainer_state.json, JSON lines, a W&B CSV export; the 0/1
+correctness reward among several), turn them into a difficulty model, and evaluate every
+candidate G at a fixed budget of completions per step: the expected fraction of
+zero-variance groups, the informative prompts per step, the completions paid per
+informative group, the remedies (filtering, dynamic sampling, adaptive G) and, when
+gradient-noise constants are given, the exact model's fixed-budget optimum
+G* = 1 + √(c₃/c₁). The G maximises expected informative prompts per step at the fixed
+budget (:func:`_choose_group_size`); a known total compute raises it (IsoCompute). Every
+line of the recommendation carries its reason and the compute it holds fixed, and the
+advice ends with a TRL ``GRPOConfig`` (:func:`trl_config`); ``--keep`` writes the prompt
+ids that filtering keeps (:func:`write_keep`).
 
 numpy/scipy only (never torch), like :mod:`grpolab.theory`, whose closed forms it uses.
 
@@ -60,6 +65,7 @@ __all__ = [
     "format_advice",
     "load_noise",
     "load_pass_rates",
+    "check_keep_target",
     "trl_config",
     "write_keep",
 ]
@@ -1401,8 +1407,8 @@ def trl_config(G: int, budget: int, *, processes: int = 1,
          "generation"),
         ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", pdb, "completions per GPU "
          "per pass (memory)"),
-        ("algorithm.filter_groups.enable", "optional", "verl's dynamic sampling (DAPO recipe), "
-         "capped by max_num_gen_batches; TRL has none"),
+        ("algorithm.filter_groups.enable", True, "optional: verl's dynamic sampling (DAPO "
+         "recipe), capped by algorithm.filter_groups.max_num_gen_batches; TRL has none"),
     ]
     return {"num_generations": G, "prompts_per_step": B_used, "completions_per_step": N,
             "processes": P, "per_device_batch_limit": cap,
@@ -1424,9 +1430,27 @@ def write_keep(d: Difficulty, path) -> int:
     (:data:`PROMPT_ID_KEYS`). An existing file is replaced only if this function wrote it
     (it starts with :data:`KEEP_HEADER`); the write is atomic (a temporary file, renamed).
     """
-    if d.kind not in ("counts", "rates") or d.prompt_ids is None:
+    if not isinstance(d, Difficulty) or d.kind not in ("counts", "rates") or d.prompt_ids is None:
         raise AdviseError("--keep needs a census with per-prompt pass rates and a prompt id "
-                          f"column ({', '.join(PROMPT_ID_KEYS)}); {d.source} has none")
+                          f"column ({', '.join(PROMPT_ID_KEYS)}); {getattr(d, 'source', d)!s:.60} "
+                          "has none")
+    path = check_keep_target(path)
+    keep = ((d.successes > 0) & (d.successes < d.trials) if d.kind == "counts"
+            else (d.rates > 0) & (d.rates < 1))
+    ids = [i for i, k in zip(d.prompt_ids, keep.tolist(), strict=True) if k]
+    try:
+        write_atomic(path, "\n".join([KEEP_HEADER, *ids]) + "\n")
+    except OSError as exc:
+        raise AdviseError(f"--keep {path}: cannot write ({exc.strerror})") from None
+    return len(ids)
+
+
+def check_keep_target(path) -> Path:
+    """Refuse a ``--keep`` path that is a folder, lies in a missing folder, or is an existing
+    file this command did not write (one that does not start with :data:`KEEP_HEADER`);
+    called before any work, and again by :func:`write_keep`."""
+    if not isinstance(path, (str, Path)) or not str(path).strip():
+        raise AdviseError(f"--keep must name a file, got {path!r:.60}")
     path = Path(path)
     if path.is_dir():
         raise AdviseError(f"--keep {path} is a folder; name a file")
@@ -1442,14 +1466,7 @@ def write_keep(d: Difficulty, path) -> int:
                               "--keep: refusing to overwrite it; name a new file")
     if not path.parent.is_dir():
         raise AdviseError(f"--keep {path}: the folder {path.parent} does not exist")
-    keep = ((d.successes > 0) & (d.successes < d.trials) if d.kind == "counts"
-            else (d.rates > 0) & (d.rates < 1))
-    ids = [i for i, k in zip(d.prompt_ids, keep.tolist(), strict=True) if k]
-    try:
-        write_atomic(path, "\n".join([KEEP_HEADER, *ids]) + "\n")
-    except OSError as exc:
-        raise AdviseError(f"--keep {path}: cannot write ({exc.strerror})") from None
-    return len(ids)
+    return path
 
 
 def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_MAX_G,

@@ -65,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
     from grpolab.cli._checks import CLIError
 
     try:
+        if args.keep is not None:  # refuse before any work
+            adv.check_keep_target(args.keep)
         difficulty = adv.load_pass_rates(args.pass_rates, num_generations=args.num_generations,
                                          reward_key=args.reward_key)
         noise = adv.load_noise(args.noise, args.noise_regime) if args.noise else None
