@@ -136,7 +136,8 @@ def test_wandb_panel_export_with_run_prefix_and_min_max(tmp_path):
     ("nostep.csv", "train/reward,train/frac_reward_zero_std\n0.3,0.5\n", "needs a step column"),
     ("nozero.json", json.dumps({"log_history": [{"reward": 0.3, "loss": 0.1}]}),
      "no logged step has frac_reward_zero_std"),
-    ("nozero.jsonl", '{"reward": 0.3}\n{"reward": 0.4}\n', "no pass-rate column"),
+    ("nozero.jsonl", '{"reward": 0.3}\n{"reward": 0.4}\n', "no logged step has frac_reward"),
+    ("nozero.csv", "Step,train/reward\n1,0.3\n", "no logged step has frac_reward_zero_std"),
     ("ragged.csv", "Step,train/frac_reward_zero_std,train/reward\n1,0.5\n", "line 2 has 2 cells"),
     ("text.csv", "Step,train/frac_reward_zero_std,train/reward\n1,half,0.3\n", "must be a number"),
 ])
@@ -145,6 +146,16 @@ def test_bad_logs_are_one_line_exit_2(tmp_path, capsys, name, text, needle):
     assert main(["advise", "--pass-rates", str(f), "--num-generations", "8"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and needle in err[0], err
+
+
+def test_every_line_names_the_compute_it_holds_fixed():
+    d = adv.Difficulty("counts", "c", successes=np.array([0, 2, 5, 8, 1]),
+                       trials=np.full(5, 8))
+    a = adv.advise(d, budget=96, max_G=32)
+    for line in a.recommendation:
+        if line["item"].startswith("monitor"):
+            continue
+        assert "N = 96" in line["reason"] or "same completions per step" in line["reason"], line
 
 
 def test_installed_trl_logs_the_keys_advise_reads():

@@ -79,6 +79,8 @@ ZERO_STD_KEYS = ("frac_reward_zero_std", "train/frac_reward_zero_std")
 ZERO_STD_KEY = "frac_reward_zero_std"
 #: Columns a W&B CSV export may name its step by (panel export, run-history export, TRL).
 STEP_KEYS = ("Step", "_step", "step", "global_step", "train/global_step")
+#: Keys that mark JSON lines as a training log rather than per-prompt records.
+LOG_KEYS = ("loss", "learning_rate", "reward", "train/loss", "train/reward", "epoch")
 #: Columns that name a prompt in a census (``--keep`` writes them).
 PROMPT_ID_KEYS = ("prompt_id", "id", "index")
 #: Defaults of the decision rule; each is printed next to the line it decides.
@@ -522,7 +524,9 @@ def _log_records(records: list, source: str, num_generations: int | None,
                for r in records]
     rows = [r for r in records if isinstance(r, dict) and r.get(ZERO_STD_KEY) is not None]
     if not rows:
-        raise AdviseError(f"{source}: no logged step has frac_reward_zero_std")
+        raise AdviseError(f"{source}: no logged step has frac_reward_zero_std (TRL's "
+                          "GRPOTrainer logs it at every logging step; a log without it cannot "
+                          "say how many groups had zero variance)")
     G = num_generations
     if G is None:
         values = [r["num_generations"] for r in rows if r.get("num_generations") is not None]
@@ -841,11 +845,14 @@ def load_pass_rates(path, *, num_generations: int | None = None,
             except CorruptFileError as exc:
                 raise AdviseError(f"{source}: line {i}: {exc.problem}") from None
         if all(isinstance(r, dict) for r in records):
-            if any(_first(r, ZERO_STD_KEYS) is not None for r in records):
+            if any(_first(r, ZERO_STD_KEYS) is not None for r in records) or any(
+                    k in r for r in records for k in LOG_KEYS):
                 return _log_records(records, source, num_generations, reward_key)
             return _from_rows(records, source)
         raise AdviseError(f"{source}: JSON lines must each hold one object")
-    if "frac_reward_zero_std" in text.split("\n", 1)[0]:  # a W&B export of a TRL run
+    header = text.split("\n", 1)[0]
+    if "frac_reward_zero_std" in header or "train/" in header or any(
+            c.strip().strip('"') in ("Step", "_step") for c in header.split(",")):
         return _from_wandb_csv(text, path, source, num_generations, reward_key)
     return _from_csv(text, path, source)
 
