@@ -1231,6 +1231,15 @@ def _informative(d: Difficulty, G: int, budget: int) -> float:
     return float(theory.fixed_budget_prompts(budget, G)) * (1.0 - d.zero_variance_fraction(G))
 
 
+def _mse_argmin(noise: NoiseConstants, budget: int, max_G: int) -> int:
+    """The integer G in [2, min(max_G, N)] minimising the exact fixed-budget gradient MSE
+    c₁/B + c₂/(BG) + c₃/(BG(G − 1)) at B = ⌊N/G⌋ (book/theory/02-baseline-variance.md)."""
+    mse = {G: float(theory.minibatch_gradient_mse(max(budget // G, 1), G, noise.c1, noise.c2,
+                                                  noise.c3))
+           for G in range(2, min(max_G, budget) + 1)}
+    return min(mse, key=mse.get)
+
+
 def _choose_group_size(d: Difficulty, budget: int, max_G: int = DEFAULT_MAX_G, *,
                       noise: NoiseConstants | None = None,
                       total_completions: int | None = None,
@@ -1275,10 +1284,7 @@ def _choose_group_size(d: Difficulty, budget: int, max_G: int = DEFAULT_MAX_G, *
             g_real = noise.g_star
             g_paper = float(theory.optimal_group_size(noise.c1, noise.c3, form="paper"))
         top = min(max_G, budget)
-        mse = {G: float(theory.minibatch_gradient_mse(max(budget // G, 1), G, noise.c1,
-                                                      noise.c2, noise.c3))
-               for G in range(2, top + 1)}
-        G0 = min(mse, key=mse.get)
+        G0 = _mse_argmin(noise, budget, max_G)
         why = (f"G* = 1 + sqrt(c3/c1) = {g_real:.2f} minimises the exact gradient MSE "
                f"c1/B + c2/(BG) + c3/(BG(G-1)) {held} (N = BG), where "
                f"N*MSE = c1 G + c2 + c3/(G-1) (book ch. 02; the paper's c3/(BG^2) form, "
@@ -1575,7 +1581,7 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
             noise_info = {**asdict(noise), "form": "exact", "G_star": noise.g_star,
                           "G_star_paper_form": float(theory.optimal_group_size(
                               noise.c1, noise.c3, form="paper")),
-                          "G_star_feasible": G_given}
+                          "G_star_feasible": _mse_argmin(noise, budget, max_G)}
     r0 = _row(pool, None, G0, budget, noise)
     say("prompts per step", r0["prompts_per_step"],
         f"budget N = {budget} completions / G = {G0}; expect "
@@ -1689,6 +1695,9 @@ def _format_config(c: dict) -> list[str]:
         out.append(f"        {cell:<{width}}  # {f['reason']}")
     out.append("    )")
     out += [f"    # note: {n}" for n in c["notes"]]
+    out.append("    # zero-variance groups in TRL (it has no dynamic sampling): train on the "
+               "prompts --keep writes, rerun the census as pass rates move, and compare "
+               "frac_reward_zero_std with the monitor line")
     out.append("    # verl equivalents (ppo_mini_batch_size counts prompts, not completions):")
     out += [f"    #   {v['key']}={v['value']}  ({v['comment']})" for v in c["verl"]]
     return out
