@@ -54,6 +54,25 @@ def test_a_greedy_allocation_is_not_optimal_for_dr_grpo_variance():
         allocation_objective(p, greedy, "variance-dr-grpo")
 
 
+@pytest.mark.parametrize("rule", [r for r in RULES if ALLOCATION_RULES[r].concave])
+def test_the_concave_rules_gains_fall_with_n(rule):
+    """The greedy path is exact only for gains that never rise: check that on a grid."""
+    v = ALLOCATION_RULES[rule]
+    p = np.linspace(0.001, 0.999, 101)[:, None]
+    n = np.arange(2, 130)[None, :]
+    gain = v.sign * (v.value(p, n + 1) - v.value(p, n))
+    assert np.all(np.diff(gain, axis=1) <= 1e-15)
+
+
+def test_a_large_pool_is_allocated_quickly_and_exactly_by_the_concave_rules():
+    p = np.random.default_rng(5).beta(0.5, 0.5, 5000)
+    G = allocate(p, 8, "first-success", max_G=64)
+    assert G.sum() == 5000 * 8
+    gains = p * (1 - p) ** G  # the next completion's gain: never above the last one taken
+    last = np.where(G > 2, p * (1 - p) ** (G - 1), np.inf)
+    assert gains[G < 64].max() <= last.min() + 1e-15
+
+
 def test_the_informative_rule_matches_advise_adaptive_allocation():
     rng = np.random.default_rng(3)
     p = rng.beta(0.5, 1.5, 40)
@@ -138,6 +157,6 @@ def test_bad_input_is_refused_in_one_line():
     with pytest.raises(ValueError, match="unknown allocation rule"):
         allocate([0.5], 4, "nope")
     with pytest.raises(ValueError, match="too large"):
-        allocate(np.full(20_000, 0.5), 32, "informative", max_G=1024)
+        allocate(np.full(20_000, 0.5), 32, "variance-dr-grpo", max_G=1024)
     with pytest.raises(ValueError):
         allocate([0.5, 1.5], 4)

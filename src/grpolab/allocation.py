@@ -14,16 +14,18 @@ separable objective Σ_j v(p_j, n_j). The rules differ only in v:
   value (that chance times an information gain p(1−p)²), or the chance of a first success
   (v = 1 − (1−p)^n). Hard prompts get *more* rollouts.
 
-The allocation is exact: a dynamic program over prompts and budget (:func:`allocate`),
-which also covers Dr. GRPO's variance, whose gains are not monotone in n (a greedy
-allocation is not optimal there). tests/test_allocation.py checks every rule against a
-brute-force enumeration and checks each objective by simulation.
+The allocation is exact: a greedy hand-out of one completion at a time where each rule's
+gains fall with n, and a dynamic program over prompts and budget for Dr. GRPO's variance,
+whose gains are not monotone in n (a greedy allocation is not optimal there).
+tests/test_allocation.py checks every rule against a brute-force enumeration and checks
+each objective by simulation.
 
 numpy only, like :mod:`grpolab.theory`. Derived in: book/theory/14-adaptive-allocation.md.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -109,6 +111,9 @@ class AllocationRule:
     objective: str
     value: Callable[[np.ndarray, np.ndarray], np.ndarray]
     sign: float
+    #: True when each extra completion gains no more than the one before (for n ≥ 2): then
+    #: handing completions out one at a time to the largest gain is exact.
+    concave: bool = True
 
 
 ALLOCATION_RULES: dict[str, AllocationRule] = {r.name: r for r in [
@@ -123,7 +128,7 @@ ALLOCATION_RULES: dict[str, AllocationRule] = {r.name: r for r in [
                    first_success_probability, +1.0),
     AllocationRule("variance-dr-grpo", "variance",
                    "minimise the summed gradient variance of Dr. GRPO, Σ p(1−p)(n−1)/n²",
-                   dr_grpo_group_variance, -1.0),
+                   dr_grpo_group_variance, -1.0, concave=False),
     AllocationRule("variance-rloo", "variance",
                    "minimise the summed gradient variance of RLOO, Σ p(1−p)/(n−1)",
                    rloo_group_variance, -1.0),
@@ -151,12 +156,12 @@ def allocate(rates, mean_G: int, rule: str = "informative", *, min_G: int = 2,
              max_G: int = 64) -> np.ndarray:
     """Per-prompt group sizes n_j that optimise ``rule`` at M · mean_G completions.
 
-    An exact dynamic program: best[b] is the best objective of the prompts seen so far
-    with b extra completions (beyond min_G each) spent; each prompt adds one of the
-    max_G − min_G + 1 sizes. Ties go to the smaller size for the earlier prompt, so the
-    result is deterministic. Cost: M · (K + 1) · (C + 1) cells for K = M · (mean_G − min_G)
-    extra completions and C = max_G − min_G; pools past :data:`MAX_DP_CELLS` are refused
-    (bin the pool first: prompts with one pass rate are interchangeable).
+    Rules whose gains fall with n (all but Dr. GRPO's variance) hand out the
+    K = M · (mean_G − min_G) extra completions one at a time to the largest gain, which is
+    exact for them. Dr. GRPO's variance uses an exact dynamic program: best[b] is the best
+    objective of the prompts seen so far with b extra completions spent; each prompt adds
+    one of the C + 1 sizes (C = max_G − min_G). It visits M · (K + 1) · (C + 1) cells, and
+    pools past :data:`MAX_DP_CELLS` are refused. Ties go to the earlier prompt.
 
     Derived in: book/theory/14-adaptive-allocation.md.
     """
@@ -171,9 +176,11 @@ def allocate(rates, mean_G: int, rule: str = "informative", *, min_G: int = 2,
     K = M * (mean_G - min_G)
     if K == 0 or K == M * C:
         return np.full(M, mean_G, dtype=np.int64)
+    if r.concave:
+        return _greedy(p, r, K, min_G, max_G)
     if M * (K + 1) * (C + 1) > MAX_DP_CELLS:
         raise ValueError(f"a pool of {M} prompts at mean G {mean_G} is too large for the exact "
-                         "allocation; bin prompts with equal pass rates or lower max_G")
+                         f"{rule} allocation; bin prompts with equal pass rates or lower max_G")
     sizes = np.arange(min_G, max_G + 1)
     values = r.sign * r.value(p[:, None], sizes[None, :])  # (M, C+1), maximised
     best = np.full(K + 1, -np.inf)
@@ -195,6 +202,24 @@ def allocate(rates, mean_G: int, rule: str = "informative", *, min_G: int = 2,
         out[j] = choice[j, b]
         b -= out[j]
     return min_G + out
+
+
+def _greedy(p: np.ndarray, r: AllocationRule, K: int, min_G: int, max_G: int) -> np.ndarray:
+    """Hand out K completions one at a time to the largest gain (exact for concave gains)."""
+    G = np.full(p.size, min_G, dtype=np.int64)
+
+    def gain(j: int) -> float:
+        n = G[j]
+        return float(r.sign * (r.value(p[j], n + 1) - r.value(p[j], n)))
+
+    heap = [(-gain(j), j) for j in range(p.size)]
+    heapq.heapify(heap)
+    for _ in range(K):
+        _, j = heapq.heappop(heap)
+        G[j] += 1
+        if G[j] < max_G:
+            heapq.heappush(heap, (-gain(j), j))
+    return G
 
 
 def two_sample_advantage(r1: float, r2: float, *, ddof: int = 1) -> tuple[float, float]:
