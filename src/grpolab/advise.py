@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize, special
 
-from grpolab import theory
+from grpolab import allocation, theory
 from grpolab._files import (
     CorruptFileError,
     JSONSyntaxError,
@@ -1164,6 +1164,9 @@ class Advice:
     total_completions: int | None = None
     #: the TRL GRPOConfig for the recommended G (:func:`trl_config`), or {"error": ...}
     config: dict | None = None
+    #: --allocation: what each per-prompt split spends where (allocation.allocation_by_bin),
+    #: or {"error": ...} when the pool has no per-prompt pass rates
+    allocation: dict | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -1485,7 +1488,8 @@ def check_keep_target(path) -> Path:
 def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_MAX_G,
            noise: NoiseConstants | None = None, total_completions: int | None = None,
            pool_size: int | None = None, processes: int = 1,
-           per_device_batch: int = TRL_PER_DEVICE_BATCH) -> Advice:
+           per_device_batch: int = TRL_PER_DEVICE_BATCH,
+           allocation_rules: list[str] | None = None) -> Advice:
     """Evaluate every candidate G at ``budget`` completions per step and recommend one.
 
     The decision procedure of book/capstone/01-choosing-g.md:
@@ -1499,7 +1503,10 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
     4. adaptive G when it adds >= MIN_GAIN informative groups per completion at that G;
        dynamic sampling when > DS_ZERO_VARIANCE of groups keep zero variance, with its
        overhead, and what to do in TRL, which has none;
-    5. what to monitor, and a TRL GRPOConfig (:func:`trl_config`) for the G and budget.
+    5. what to monitor, and a TRL GRPOConfig (:func:`trl_config`) for the G and budget;
+    6. with ``allocation_rules`` (names in :data:`grpolab.allocation.ALLOCATION_RULES`), what
+       each per-prompt split of the same completions spends where
+       (:func:`grpolab.allocation.allocation_by_bin`; book/theory/14-adaptive-allocation.md).
     """
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 2:
         raise AdviseError(f"budget (--budget) must be an integer >= 2 (completions per step), "
@@ -1515,6 +1522,13 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
     if noise is not None and not isinstance(noise, NoiseConstants):
         raise AdviseError(f"noise must be NoiseConstants (from load_noise) or None, got "
                           f"{type(noise).__name__}")
+    if allocation_rules is not None and (
+            isinstance(allocation_rules, str) or not isinstance(allocation_rules, (list, tuple))
+            or not all(isinstance(r, str) and r in allocation.ALLOCATION_RULES
+                       for r in allocation_rules)):
+        raise AdviseError(f"allocation_rules (--allocation) must be a list of "
+                          f"{', '.join(allocation.ALLOCATION_RULES)}, got "
+                          f"{allocation_rules!r:.60}")
     budget, max_G = int(budget), int(max_G)
     if total_completions is not None:
         total_completions = _count(total_completions, "total_completions",
@@ -1665,11 +1679,23 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
     except AdviseError as exc:
         config = {"error": str(exc)}
     config["for"] = ("the G after filtering" if use_filter else "the G above")
+    split = None
+    if allocation_rules:
+        if rates is None or G0 < 2:
+            split = {"error": "--allocation needs per-prompt pass rates (a census or a CSV), "
+                              "not a log's single mean"}
+        else:
+            try:
+                split = allocation.allocation_by_bin(rates, G0, list(allocation_rules),
+                                                     max_G=max(max_G, G0))
+            except ValueError as exc:  # a pool too large for the exact Dr. GRPO split
+                split = {"error": str(exc).splitlines()[0]}
     return Advice(source=d.source, kind=d.kind, assumptions=list(d.assumptions), budget=budget,
                   max_G=max_G, prompts=d.prompts, mean_pass_rate=d.mean_pass_rate,
                   rows=_json_safe(rows), remedies=_json_safe(remedies), recommendation=rec,
                   noise=noise_info, warnings=list(d.warnings),
-                  total_completions=total_completions, config=config)
+                  total_completions=total_completions, config=config,
+                  allocation=_json_safe(split) if split else None)
 
 
 def _py(value) -> str:
@@ -1749,10 +1775,35 @@ def format_advice(a: Advice) -> str:
                "baseline's inflation"
                + ("; grad. MSE = c1/B + c2/(BG) + c3/(BG(G-1)), the exact model" if a.noise
                   else "") + ". Derivations: book/capstone/01-choosing-g.md")
+    if a.allocation:
+        out.append("")
+        out += _format_allocation(a.allocation)
     if a.config:
         out.append("")
         out += _format_config(a.config)
     return "\n".join(out)
+
+
+def _format_allocation(split: dict) -> list[str]:
+    """--allocation: the share of the step's completions each rule gives each pass-rate bin."""
+    if "error" in split:
+        return [f"per-prompt allocation: {split['error']}"]
+    rules = list(split["objectives"])
+    out = [f"per-prompt allocation at the same completions per step (mean G = "
+           f"{split['mean_G']}, 2 <= G_j <= {split['max_G']}): share of the completions by "
+           "pass-rate bin"]
+    head = ["pass rate", "prompts", "uniform"] + rules
+    lines = [[f"{b['low']:.2f}-{b['high']:.2f}", str(b["prompts"]), f"{b['uniform']:.1%}"]
+             + [f"{b[r]:.1%}" for r in rules] for b in split["bins"]]
+    widths = [max(len(h), *(len(c[i]) for c in lines)) for i, h in enumerate(head)]
+    out.append("  " + "  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
+    out += ["  " + "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))
+            for cells in lines]
+    for rule, o in split["objectives"].items():
+        out.append(f"  {rule} ({o['school']} school): {o['objective']}: "
+                   f"{o['rule']:.4g} against {o['uniform']:.4g} for uniform G")
+    out.append("  Derivations: book/theory/14-adaptive-allocation.md")
+    return out
 
 
 def _fmt(x, spec: str) -> str:

@@ -31,12 +31,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpolab._validate import MAX_GROUP_SIZE, as_positive_int, as_probability
+from grpolab._validate import (
+    MAX_GROUP_SIZE,
+    as_ddof,
+    as_group_size,
+    as_positive_int,
+    as_probability,
+    as_real_scalar,
+)
 
 __all__ = [
     "ALLOCATION_RULES",
     "AllocationRule",
+    "DIFFICULTY_BINS",
     "allocate",
+    "allocation_by_bin",
     "allocation_objective",
     "dr_grpo_group_variance",
     "first_success_probability",
@@ -49,6 +58,17 @@ __all__ = [
 
 #: Most cells (prompts × budget units × group sizes) the exact dynamic program visits.
 MAX_DP_CELLS = 400_000_000
+#: Most completions the greedy path hands out one at a time (a heap operation each).
+MAX_GREEDY_STEPS = 10_000_000
+
+
+def _pn(p, n, minimum: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    p = as_probability(p, "p")
+    n = as_group_size(n, "n", minimum=minimum).astype(float)
+    try:
+        return np.broadcast_arrays(p, n)
+    except ValueError:
+        raise ValueError(f"p and n must broadcast, got shapes {p.shape} and {n.shape}") from None
 
 
 def dr_grpo_group_variance(p, n):
@@ -59,7 +79,7 @@ def dr_grpo_group_variance(p, n):
     vectors of unit norm, uncorrelated across samples) is E Σ(r_i − r̄)² / n².
     Derived in: book/theory/14-adaptive-allocation.md, "The variance school".
     """
-    p, n = np.asarray(p, dtype=float), np.asarray(n, dtype=float)
+    p, n = _pn(p, n, 1)
     return p * (1 - p) * (n - 1) / n**2
 
 
@@ -70,7 +90,7 @@ def rloo_group_variance(p, n):
     (n/(n−1))² · p(1−p)(n−1)/n² = p(1−p)/(n−1).
     Derived in: book/theory/14-adaptive-allocation.md, "The variance school".
     """
-    p, n = np.asarray(p, dtype=float), np.asarray(n, dtype=float)
+    p, n = _pn(p, n, 2)
     return p * (1 - p) / (n - 1)
 
 
@@ -80,7 +100,7 @@ def non_degenerate_probability(p, n):
     Derived in: book/theory/03-zero-variance.md; used as an allocation objective in
     book/theory/14-adaptive-allocation.md, "The signal school".
     """
-    p, n = np.asarray(p, dtype=float), np.asarray(n, dtype=float)
+    p, n = _pn(p, n, 1)
     return 1.0 - p**n - (1.0 - p) ** n
 
 
@@ -89,7 +109,7 @@ def knapsack_value(p, n):
 
     Derived in: book/theory/14-adaptive-allocation.md, "The signal school".
     """
-    p = np.asarray(p, dtype=float)
+    p, n = _pn(p, n)
     return non_degenerate_probability(p, n) * p * (1.0 - p) ** 2
 
 
@@ -98,7 +118,7 @@ def first_success_probability(p, n):
 
     Derived in: book/theory/14-adaptive-allocation.md, "The signal school".
     """
-    p, n = np.asarray(p, dtype=float), np.asarray(n, dtype=float)
+    p, n = _pn(p, n, 1)
     return 1.0 - (1.0 - p) ** n
 
 
@@ -135,9 +155,9 @@ ALLOCATION_RULES: dict[str, AllocationRule] = {r.name: r for r in [
 ]}
 
 
-def _rule(rule: str) -> AllocationRule:
-    if rule not in ALLOCATION_RULES:
-        raise ValueError(f"unknown allocation rule {rule!r}; choose from "
+def _rule(rule: str, name: str = "rule") -> AllocationRule:
+    if not isinstance(rule, str) or rule not in ALLOCATION_RULES:
+        raise ValueError(f"{name}: unknown allocation rule {rule!r:.60}; choose from "
                          f"{', '.join(ALLOCATION_RULES)}")
     return ALLOCATION_RULES[rule]
 
@@ -146,7 +166,7 @@ def allocation_objective(rates, group_sizes, rule: str) -> float:
     """The rule's objective Σ_j v(p_j, n_j) for given per-prompt group sizes (no sign)."""
     r = _rule(rule)
     p = as_probability(rates, "rates").ravel()
-    n = np.asarray(group_sizes, dtype=float).ravel()
+    n = as_group_size(group_sizes, "group_sizes", minimum=2).astype(float).ravel()
     if n.shape != p.shape:
         raise ValueError(f"group_sizes has {n.size} entries for {p.size} pass rates")
     return float(np.sum(r.value(p, n)))
@@ -177,6 +197,9 @@ def allocate(rates, mean_G: int, rule: str = "informative", *, min_G: int = 2,
     if K == 0 or K == M * C:
         return np.full(M, mean_G, dtype=np.int64)
     if r.concave:
+        if K > MAX_GREEDY_STEPS:
+            raise ValueError(f"{K} extra completions (prompts x (mean_G - min_G)) is more than "
+                             f"the {MAX_GREEDY_STEPS} the allocation hands out; lower mean_G")
         return _greedy(p, r, K, min_G, max_G)
     if M * (K + 1) * (C + 1) > MAX_DP_CELLS:
         raise ValueError(f"a pool of {M} prompts at mean G {mean_G} is too large for the exact "
@@ -222,6 +245,44 @@ def _greedy(p: np.ndarray, r: AllocationRule, K: int, min_G: int, max_G: int) ->
     return G
 
 
+#: Pass-rate bins for :func:`allocation_by_bin`: what each rule spends where.
+DIFFICULTY_BINS = (0.0, 0.05, 0.2, 0.4, 0.6, 0.8, 0.95, 1.0)
+
+
+def allocation_by_bin(rates, mean_G: int, rules, *, max_G: int = 64) -> dict:
+    """What each rule spends where: per pass-rate bin, the prompts and every rule's share of
+    the completions (uniform G = mean_G included), and each rule's objective against the
+    uniform split's (the number it maximises or minimises, so the gain is in its own units).
+
+    Returns ``{"bins": [{"low", "high", "prompts", "uniform": share, RULE: share, ...}],
+    "objectives": {RULE: {"objective", "rule", "uniform", "school"}}, "mean_G", "max_G"}``.
+    Derived in: book/theory/14-adaptive-allocation.md, "Side by side".
+    """
+    p = as_probability(rates, "rates").ravel()
+    if isinstance(rules, str) or not isinstance(rules, (list, tuple)) or not rules:
+        raise ValueError(f"rules must be a non-empty list of rule names, got {rules!r:.60}")
+    rules = [_rule(rule, "rules").name for rule in rules]
+    sizes = {rule: allocate(p, mean_G, rule, max_G=max_G) for rule in rules}
+    total = float(p.size * mean_G)
+    edges = DIFFICULTY_BINS
+    bins = []
+    for i, (low, high) in enumerate(zip(edges[:-1], edges[1:], strict=True)):
+        inside = (p >= low) & ((p < high) if i < len(edges) - 2 else (p <= high))
+        if not inside.any():
+            continue
+        row = {"low": low, "high": high, "prompts": int(inside.sum()),
+               "uniform": float(inside.sum() * mean_G / total)}
+        row.update({rule: float(sizes[rule][inside].sum() / total) for rule in rules})
+        bins.append(row)
+    uniform = np.full(p.size, mean_G)
+    objectives = {rule: {"objective": ALLOCATION_RULES[rule].objective,
+                         "school": ALLOCATION_RULES[rule].school,
+                         "rule": allocation_objective(p, sizes[rule], rule),
+                         "uniform": allocation_objective(p, uniform, rule)}
+                  for rule in rules}
+    return {"mean_G": int(mean_G), "max_G": int(max_G), "bins": bins, "objectives": objectives}
+
+
 def two_sample_advantage(r1: float, r2: float, *, ddof: int = 1) -> tuple[float, float]:
     """GRPO's standardised advantages of a group of two with rewards r1 ≠ r2.
 
@@ -230,13 +291,14 @@ def two_sample_advantage(r1: float, r2: float, *, ddof: int = 1) -> tuple[float,
     at G = 2 GRPO keeps only the sign of the difference (cf. arXiv 2510.00977).
     Derived in: book/theory/14-adaptive-allocation.md, "The two ends of the axis".
     """
-    if ddof not in (0, 1):
-        raise ValueError(f"ddof must be 0 or 1, got {ddof!r}")
+    ddof = as_ddof(ddof)
+    r1 = as_real_scalar(r1, "r1", minimum=-1e150, maximum=1e150)
+    r2 = as_real_scalar(r2, "r2", minimum=-1e150, maximum=1e150)
     if r1 == r2:
-        raise ValueError("a tied group of two has no standardised advantage (std 0)")
-    mean = (r1 + r2) / 2
-    std = abs(r1 - r2) / (np.sqrt(2.0) if ddof == 1 else 2.0)
-    return (r1 - mean) / std, (r2 - mean) / std
+        raise ValueError("r1 == r2: a tied group of two has no standardised advantage (std 0)")
+    sign = 1.0 if r1 > r2 else -1.0  # (r1 - mean)/std, without forming r1 - r2 (overflow)
+    a = sign / (np.sqrt(2.0) if ddof == 1 else 1.0)
+    return float(a), float(-a)
 
 
 def zero_variance_persistence(rates, G: int) -> float:
@@ -249,9 +311,11 @@ def zero_variance_persistence(rates, G: int) -> float:
     heterogeneity alone. Derived in: book/theory/14-adaptive-allocation.md, "GRESO".
     """
     p = as_probability(rates, "rates").ravel()
+    if p.size == 0:
+        raise ValueError("rates must hold at least one pass rate")
     G = as_positive_int(G, "G", minimum=1, maximum=MAX_GROUP_SIZE)
     z = p**G + (1 - p) ** G
     mean = float(z.mean())
     if mean == 0.0:
-        raise ValueError("no prompt in the pool can give a zero-variance group at this G")
+        raise ValueError("rates: no prompt in the pool can give a zero-variance group at this G")
     return float((z**2).mean() / mean)

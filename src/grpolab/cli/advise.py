@@ -6,6 +6,16 @@ from __future__ import annotations
 import argparse
 import json
 
+#: The allocation rules and their objectives, for --help (grpolab.allocation.ALLOCATION_RULES;
+#: written out here so that --help imports no numpy; a test keeps the two equal).
+_RULES = {
+    "informative": "maximise the expected non-degenerate groups, sum 1 - p^n - (1-p)^n",
+    "knapsack": "maximise Knapsack RL's value, sum (1 - p^n - (1-p)^n) p(1-p)^2",
+    "first-success": "maximise the prompts with a success, sum 1 - (1-p)^n (HORA-like)",
+    "variance-dr-grpo": "minimise Dr. GRPO's gradient variance, sum p(1-p)(n-1)/n^2",
+    "variance-rloo": "minimise RLOO's gradient variance, sum p(1-p)/(n-1)",
+}
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -16,7 +26,7 @@ def register(sub) -> None:
         "informative group, dynamic-sampling cost, and (with --noise) the gradient MSE and "
         "G* = 1 + sqrt(c3/c1) (the paper's sqrt(c3/c1) is its leading order). The G maximises "
         "the expected informative prompts per step at the fixed budget (the largest G within "
-        "10%% of the best), or the gradient MSE with --noise; --total-completions raises it "
+        "10% of the best), or the gradient MSE with --noise; --total-completions raises it "
         "as compute grows (IsoCompute). Then filtering / adaptive G / dynamic sampling, what "
         "to monitor, and a TRL GRPOConfig to copy, each with its reason. "
         "See book/capstone/01-choosing-g.md.",
@@ -56,6 +66,12 @@ def register(sub) -> None:
                    "numbers, a JSON file with c1/c2/c3, or a sweep's gradient_noise.json (fitted)")
     p.add_argument("--noise-regime", default=None, metavar="NAME",
                    help="which regime of a gradient_noise.json to fit (e.g. mixed)")
+    p.add_argument("--allocation", nargs="+", default=None, metavar="RULE",
+                   choices=[*_RULES, "all"],
+                   help="show what a per-prompt split of the same completions spends where, "
+                   "by pass-rate bin; RULE: " + "; ".join(
+                       f"{name}: {text}" for name, text in _RULES.items()) + "; all: every "
+                   "rule (book/theory/14-adaptive-allocation.md)")
     p.add_argument("--json", action="store_true", help="print the same as JSON")
     p.set_defaults(func=run)
 
@@ -80,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
             processes=args.processes,
             per_device_batch=(adv.TRL_PER_DEVICE_BATCH if args.per_device_batch is None
                               else args.per_device_batch),
+            allocation_rules=(None if args.allocation is None else
+                              list(_RULES) if "all" in args.allocation else args.allocation),
         )
         kept = adv.write_keep(difficulty, args.keep) if args.keep else None
     except (ValueError, OSError) as exc:  # AdviseError is a ValueError
