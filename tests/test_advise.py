@@ -247,13 +247,158 @@ def test_trl_trainer_state_backs_out_a_beta(tmp_path):
         "needs per-prompt pass rates"
 
 
-def test_trl_jsonl_without_reward_assumes_one_pass_rate(tmp_path):
+def test_trl_log_without_a_reward_is_refused_not_given_one_pass_rate(tmp_path):
+    """frac_reward_zero_std alone does not tell a spread of pass rates from one common pass
+    rate: advise stops, naming the reward keys it found, instead of assuming one p."""
     lines = "\n".join(json.dumps({"train/frac_reward_zero_std": 0.6, "num_generations": 4})
                       for _ in range(3))
-    d = adv.load_pass_rates(_write(tmp_path, "log.jsonl", lines))
-    assert d.kind == "point"
-    assert d.p ** 4 + (1 - d.p) ** 4 == pytest.approx(0.6, abs=1e-9)
-    assert any("1 - p" in s for s in d.assumptions)
+    with pytest.raises(adv.AdviseError, match=r"no reward is logged \(reward keys found: none\)"):
+        adv.load_pass_rates(_write(tmp_path, "log.jsonl", lines))
+
+
+# ---- the G rule (issue 32 item 2) ----------------------------------------------------
+def informative_by_hand(rates, G, budget):
+    return (budget // G) * (1 - zero_variance_by_hand(rates, G))
+
+
+def g_line(a):
+    return next(line for line in a.recommendation if line["item"] == "G")
+
+
+def unexplained_drop(a, budget) -> bool:
+    """The issue's refutation: the G line's G has fewer expected informative prompts per
+    step than TRL's default G = 8 at the same budget, and the line does not say why."""
+    rows = {r["G"]: r["informative_prompts_per_step"] for r in a.rows}
+    line = g_line(a)
+    drop = rows.get(line["value"], math.inf) < rows[8] - 1e-9
+    named = ("TRL's default G = 8" in line["reason"]
+             and any(w in line["reason"] for w in ("coverage-limited", "compute budget",
+                                                   "noise constants")))
+    return drop and not named
+
+
+def test_g_maximises_informative_prompts_per_step_by_hand(tmp_path):
+    rates = [0.05, 0.2, 0.45, 0.6, 0.9]
+    budget = 256
+    a = adv.advise(adv.load_pass_rates(_write(tmp_path, "r.json", json.dumps(rates))),
+                   budget=budget, max_G=64)
+    inf = {G: informative_by_hand(rates, G, budget) for G in (2, 4, 8, 16, 32, 64)}
+    best = max(inf.values())
+    want = max(G for G, v in inf.items() if v >= 0.9 * best)  # the largest within G_TIE
+    assert adv.G_TIE == 0.10
+    assert g_line(a)["value"] == want
+    assert f"at a fixed budget of N = {budget} completions per step" in g_line(a)["reason"]
+    assert f"{best:.1f}" in g_line(a)["reason"]
+
+
+def test_the_old_doubling_rule_is_gone_and_its_case_is_refuted():
+    """User test, persona B case 2: a TRL log with frac_reward_zero_std 0.581 at G = 8 and
+    mean reward 0.456, budget 128. The old rule doubled to G = 16 (4.1 informative prompts
+    per step against 6.7 at G = 8) without a word; the check below flags exactly that."""
+    assert not hasattr(adv, "MAX_ZERO_VARIANCE")
+    a, b = adv.back_out_beta(0.581, 0.456, 8)
+    advice = adv.advise(adv.Difficulty("beta", "log", a=a, b=b), budget=128)
+    assert not unexplained_drop(advice, 128)
+    assert g_line(advice)["value"] <= 8
+    # the planted refutation: the old rule's answer fails the same check
+    old = adv.Advice(**{**advice.to_dict(), "recommendation": [
+        {"item": "G", "value": 16, "reason": "58% > 50% zero-variance at G = 8: double"}]})
+    assert unexplained_drop(old, 128)
+
+
+POOLS = {
+    "easy-hard mix": [0.0] * 5 + [0.02, 0.1, 0.3, 0.5, 0.7, 0.95] + [1.0] * 3,
+    "hard": [0.004, 0.006, 0.005, 0.003, 0.008],
+    "easy": [0.9, 0.95, 0.85, 0.99],
+    "middle": [0.4, 0.5, 0.6],
+}
+
+
+@pytest.mark.parametrize("name", POOLS)
+@pytest.mark.parametrize("budget", [32, 128, 512, 4096])
+@pytest.mark.parametrize("extra", [{}, {"noise": "0.5,2,30"}, {"noise": "1,1,1.5"},
+                                   {"total_completions": 10**6, "pool_size": 100}])
+def test_never_fewer_informative_prompts_than_trl_default_unexplained(name, budget, extra):
+    d = adv.Difficulty("rates", name, rates=np.array(POOLS[name]))
+    kw = dict(extra)
+    if "noise" in kw:
+        kw["noise"] = adv.load_noise(kw["noise"])
+    a = adv.advise(d, budget=budget, **kw)
+    assert not unexplained_drop(a, budget), g_line(a)
+    assert f"at a fixed budget of N = {budget} completions per step" in g_line(a)["reason"]
+
+
+def test_a_coverage_limited_pool_gets_a_larger_g_and_says_why():
+    d = adv.Difficulty("rates", "hard", rates=np.array(POOLS["hard"]))
+    a = adv.advise(d, budget=512)
+    line = g_line(a)
+    assert line["value"] > 8
+    assert "coverage-limited" in line["reason"] and "TRL's default G = 8" in line["reason"]
+
+
+def test_total_compute_raises_g_as_it_grows_then_saturates():
+    """IsoCompute's shape: small G at low compute, larger as compute grows, capped."""
+    d = adv.Difficulty("rates", "mix", rates=np.array(POOLS["easy-hard mix"]))
+    Gs = [g_line(adv.advise(d, budget=512, total_completions=C, pool_size=1000))["value"]
+          for C in (512, 10**3, 10**4, 10**5, 10**6)]
+    assert Gs == sorted(Gs) and Gs[0] < Gs[-1] and Gs[-1] == 64, Gs
+    low = g_line(adv.advise(d, budget=512, total_completions=512, pool_size=1000))
+    assert "no change" in low["reason"] and "C = 512 completions" in low["reason"]
+    high = g_line(adv.advise(d, budget=512, total_completions=10**5, pool_size=1000))
+    assert "known compute budget" in high["reason"]
+    log = adv.Difficulty("beta", "log", a=0.5, b=0.5)
+    with pytest.raises(adv.AdviseError, match="--pool-size"):
+        adv.advise(log, budget=512, total_completions=10**5)
+
+
+def _census(seed=42, prompts=2000, n=16):
+    """Persona B's census (user-test.md): 38% never solvable, 14% always, rest Beta(0.6, 0.9)."""
+    rng = np.random.default_rng(seed)
+    u, p = rng.random(prompts), rng.beta(0.6, 0.9, prompts)
+    p[u < 0.38], p[(u >= 0.38) & (u < 0.52)] = 0.0, 1.0
+    return rng.binomial(n, p), n
+
+
+def _log_from_census(tmp_path, k, n, G=8):
+    """The TRL log a run on this census would write at num_generations = G: every logged
+    step's mean reward is the census's mean pass rate and its frac_reward_zero_std the
+    census's expected zero-variance fraction at G."""
+    d = adv.Difficulty("counts", "census", successes=np.asarray(k), trials=np.full(len(k), n))
+    step = {"reward": float(np.mean(np.asarray(k) / n)),
+            "rewards/accuracy_reward/mean": float(np.mean(np.asarray(k) / n)),
+            "frac_reward_zero_std": d.zero_variance_fraction(G)}
+    m = step["reward"]
+    step["rewards/accuracy_reward/std"] = math.sqrt(m * (1 - m))
+    f = _write(tmp_path, "trainer_state.json", json.dumps(
+        {"log_history": [{"step": 10 * i, **step} for i in range(1, 6)]}))
+    return d, adv.load_pass_rates(f, num_generations=G)
+
+
+@pytest.mark.parametrize("source", ["persona B", "committed census"])
+@pytest.mark.parametrize("budget", [64, 128, 512])
+def test_census_and_the_log_it_implies_give_the_same_g(tmp_path, source, budget):
+    if source == "persona B":
+        k, n = _census()
+    else:
+        doc = json.loads(CENSUS.read_text(encoding="utf-8"))
+        k, n = [r["successes"] for r in doc["records"]], 32
+    census, log = _log_from_census(tmp_path, k, n)
+    assert log.kind == "beta"
+    from_census = adv.advise(census, budget=budget)
+    from_log = adv.advise(log, budget=budget)
+    assert g_line(from_census)["value"] == g_line(from_log)["value"]
+
+
+def test_census_and_log_disagree_when_the_log_is_not_from_that_census(tmp_path):
+    """The agreement test can fail: a log whose zero-std fraction belongs to a much harder
+    pool gives a different G than the census."""
+    k, n = _census()
+    census = adv.Difficulty("counts", "c", successes=np.asarray(k), trials=np.full(len(k), n))
+    f = _write(tmp_path, "trainer_state.json", json.dumps({"log_history": [
+        {"reward": 0.01, "frac_reward_zero_std": 0.925}]}))
+    log = adv.load_pass_rates(f, num_generations=8)
+    assert g_line(adv.advise(census, budget=512))["value"] != \
+        g_line(adv.advise(log, budget=512))["value"]
 
 
 # ---- the command ---------------------------------------------------------------------

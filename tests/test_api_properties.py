@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grpolab import advantages, simulate, theory, toy
+from grpolab import advantages, allocation, simulate, theory, toy
 from grpolab import advise as adv
 
 # ---- what a valid answer looks like --------------------------------------------------
@@ -303,14 +303,38 @@ ROWS += [
         sweep_result, TOY_SIZES),
     Row(adv.adaptive_allocation, dict(rates=[0.1, 0.5, 0.9], mean_G=4, min_G=2, max_G=8),
         group_sizes, frozenset({"mean_G", "min_G", "max_G"})),
+    Row(allocation.dr_grpo_group_variance, dict(p=[0.1, 0.5], n=[2, 8]), in_range(0.0, 0.25)),
+    Row(allocation.rloo_group_variance, dict(p=[0.1, 0.5], n=[2, 8]), in_range(0.0, 0.25)),
+    Row(allocation.non_degenerate_probability, dict(p=[0.1, 0.5], n=[2, 8]), PROB),
+    Row(allocation.knapsack_value, dict(p=[0.1, 0.5], n=[2, 8]), PROB),
+    Row(allocation.first_success_probability, dict(p=[0.1, 0.5], n=[2, 8]), PROB),
+    Row(allocation.allocate, dict(rates=[0.1, 0.5, 0.9], mean_G=4, rule="variance-dr-grpo",
+                                  min_G=2, max_G=8),
+        group_sizes, frozenset({"mean_G", "min_G", "max_G"})),
+    Row(allocation.allocate, dict(rates=[0.1, 0.5, 0.9], mean_G=4, rule="first-success",
+                                  min_G=2, max_G=8),
+        group_sizes, frozenset({"mean_G", "min_G", "max_G"})),
+    Row(allocation.allocation_objective, dict(rates=[0.1, 0.5], group_sizes=[2, 6],
+                                              rule="informative"), NONNEG),
+    Row(allocation.allocation_by_bin, dict(rates=[0.02, 0.5, 0.9], mean_G=4,
+                                           rules=["knapsack"], max_G=16),
+        lambda d: abs(sum(b["knapsack"] for b in d["bins"]) - 1) < 1e-9,
+        frozenset({"mean_G", "max_G"})),
+    Row(allocation.two_sample_advantage, dict(r1=1.0, r2=0.0, ddof=1), pair_of(FINITE)),
+    Row(allocation.zero_variance_persistence, dict(rates=[0.1, 0.5, 0.9], G=4), PROB),
     Row(adv.back_out_beta, dict(zero_std_fraction=0.45, mean_reward=0.3, G=8), positive_pair),
     Row(adv.back_out_pass_rate, dict(zero_std_fraction=0.6, G=8), in_range(0.0, 0.5)),
     Row(adv.candidate_group_sizes, dict(max_G=64, budget=512),
         lambda Gs: bool(Gs) and all(isinstance(G, int) and G >= 2 for G in Gs)),
     Row(adv.fit_beta_binomial, dict(successes=[0, 3, 8], trials=[8, 8, 8]), positive_pair),
-    Row(adv.advise, dict(d=D_RATES, budget=64, max_G=16, noise=None),
+    Row(adv.advise, dict(d=D_RATES, budget=64, max_G=16, noise=None, total_completions=640,
+                         pool_size=None, processes=2, per_device_batch=4,
+                         allocation_rules=["informative", "variance-rloo"]),
         lambda a: isinstance(a, adv.Advice) and PROB([r["zero_variance_fraction"]
                                                       for r in a.rows])),
+    Row(adv.trl_config, dict(G=8, budget=128, processes=2, per_device_batch=16),
+        lambda c: c["per_device_train_batch_size"] * c["processes"]
+        * c["gradient_accumulation_steps"] == c["completions_per_step"]),
     Row(adv.format_advice, dict(a=ADVICE), lambda text: isinstance(text, str) and text),
     Row(S.gradient_estimators_mc, dict(logits=[0.0, 1.0, 0.5], rewards=[1.0, 0.0, 0.0], G=4,
                                        n_batches=50, prompts_per_batch=2, seed=0, eps=1e-4),
@@ -340,7 +364,9 @@ PUBLIC = {**{f"theory.{n}": f for n, f in _public_functions(theory, theory.__all
              for n, f in _public_functions(advantages, advantages.__all__).items()},
           **{f"simulate.{n}": f for n, f in _public_functions(simulate, simulate.__all__).items()},
           **{f"toy.{n}": f for n, f in _public_functions(toy, toy.__all__).items()},
-          **{f"advise.{n}": f for n, f in _public_functions(adv, adv.__all__).items()}}
+          **{f"advise.{n}": f for n, f in _public_functions(adv, adv.__all__).items()},
+          **{f"allocation.{n}": f
+             for n, f in _public_functions(allocation, allocation.__all__).items()}}
 
 #: Public functions checked elsewhere, and why they have no row here.
 ELSEWHERE = {
@@ -352,6 +378,9 @@ ELSEWHERE = {
     # files in tests/test_reliability_core.py
     "advise.load_pass_rates": "tests/test_reliability_core.py (READERS)",
     "advise.load_noise": "tests/test_reliability_core.py (READERS)",
+    # writes a file: its refusals (a foreign file, no prompt ids) in tests/test_advise_trl.py
+    "advise.write_keep": "tests/test_advise_trl.py",
+    "advise.check_keep_target": "tests/test_advise_trl.py",
 }
 
 

@@ -1,12 +1,17 @@
 """Choosing G from your own pass rates: the logic behind ``grpolab advise``.
 
 Read per-prompt pass rates (a census, a CSV, a JSON list) or a TRL training log with
-``frac_reward_zero_std``, turn them into a difficulty model, and evaluate every candidate G
-at a fixed budget of completions per step: the expected fraction of zero-variance groups,
-the informative prompts per step, the completions paid per informative group, the remedies
-(filtering, dynamic sampling, adaptive G) and, when gradient-noise constants are given, the
-exact model's fixed-budget optimum G* = 1 + √(c₃/c₁). Every line of the recommendation
-carries its reason.
+``frac_reward_zero_std`` (trainer_state.json, JSON lines, a W&B CSV export; the 0/1
+correctness reward among several), turn them into a difficulty model, and evaluate every
+candidate G at a fixed budget of completions per step: the expected fraction of
+zero-variance groups, the informative prompts per step, the completions paid per
+informative group, the remedies (filtering, dynamic sampling, adaptive G) and, when
+gradient-noise constants are given, the exact model's fixed-budget optimum
+G* = 1 + √(c₃/c₁). The G maximises expected informative prompts per step at the fixed
+budget (:func:`_choose_group_size`); a known total compute raises it (IsoCompute). Every
+line of the recommendation carries its reason and the compute it holds fixed, and the
+advice ends with a TRL ``GRPOConfig`` (:func:`trl_config`); ``--keep`` writes the prompt
+ids that filtering keeps (:func:`write_keep`).
 
 numpy/scipy only (never torch), like :mod:`grpolab.theory`, whose closed forms it uses.
 
@@ -17,6 +22,7 @@ book/theory/02-baseline-variance.md, 03-zero-variance.md, 04-cost-of-g.md and
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -25,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize, special
 
-from grpolab import theory
+from grpolab import allocation, theory
 from grpolab._files import (
     CorruptFileError,
     JSONSyntaxError,
@@ -33,6 +39,7 @@ from grpolab._files import (
     parse_json,
     read_json,
     read_text,
+    write_atomic,
 )
 from grpolab._validate import (
     MAX_COUNT,
@@ -58,6 +65,9 @@ __all__ = [
     "format_advice",
     "load_noise",
     "load_pass_rates",
+    "check_keep_target",
+    "trl_config",
+    "write_keep",
 ]
 
 #: Column / key names accepted for a per-prompt pass rate, and for success counts.
@@ -66,13 +76,21 @@ SUCCESS_KEYS = ("successes", "k", "correct")
 TRIAL_KEYS = ("samples", "n", "trials")
 #: TRL's logged metric names (``GRPOTrainer._metrics``), bare or with a ``train/`` prefix.
 ZERO_STD_KEYS = ("frac_reward_zero_std", "train/frac_reward_zero_std")
-REWARD_KEYS = ("reward", "train/reward")
+ZERO_STD_KEY = "frac_reward_zero_std"
+#: Columns a W&B CSV export may name its step by (panel export, run-history export, TRL).
+STEP_KEYS = ("Step", "_step", "step", "global_step", "train/global_step")
+#: Keys that mark JSON lines as a training log rather than per-prompt records.
+LOG_KEYS = ("loss", "learning_rate", "reward", "train/loss", "train/reward", "epoch")
+#: Columns that name a prompt in a census (``--keep`` writes them).
+PROMPT_ID_KEYS = ("prompt_id", "id", "index")
 #: Defaults of the decision rule; each is printed next to the line it decides.
 DEFAULT_BUDGET = 512
 DEFAULT_MAX_G = 64
 START_G = 8           # TRL's default num_generations and Dr. GRPO's recipe (references.md)
-MAX_ZERO_VARIANCE = 0.5  # raise G while over half the training pool's groups have zero variance
-MIN_PROMPTS = 8       # ... and while a step still holds at least this many prompts
+MIN_PROMPTS = 8       # a G above START_G must still leave this many prompts per step
+G_TIE = 0.10          # Gs within 10% of the most informative prompts per step count as tied
+MAX_PASSES = 1        # with a known total compute: G no smaller than one pass over the pool
+TRL_PER_DEVICE_BATCH = 8  # TRL's default per_device_train_batch_size (completions)
 MIN_GAIN = 0.10       # a remedy must add >= 10% informative groups per completion to be preferred
 DS_ZERO_VARIANCE = 0.25  # dynamic sampling pays for itself when > 25% of groups have zero variance
 LOG_WINDOW = 10       # TRL logs: average the last this many logged steps
@@ -82,6 +100,8 @@ MAX_INPUT_BYTES = 2**30
 MAX_PROMPTS = 10**7
 #: Largest budget of completions per step (B·G) that advise evaluates.
 MAX_BUDGET = 10**12
+#: Largest total compute (completions over a run) and pool size advise accepts.
+MAX_TOTAL = 10**15
 
 
 class AdviseError(ValueError):
@@ -116,6 +136,10 @@ class Difficulty:
     selected_from: tuple[float, float] | None = None
     #: per-G results and the fitted prior, so advise() computes each once
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    #: what a reader of the advice must know about the input (printed as "warning:")
+    warnings: list[str] = field(default_factory=list)
+    #: counts and rates: each prompt's id (a census's ``prompt_id`` column), when it has one
+    prompt_ids: list[str] | None = None
 
     def __post_init__(self):
         if self.kind not in ("counts", "rates", "beta", "point"):
@@ -351,11 +375,158 @@ def back_out_beta(zero_std_fraction: float, mean_reward: float, G: int) -> tuple
     return float(m * kappa), float((1 - m) * kappa)
 
 
-def _log_records(records: list, source: str, num_generations: int | None) -> Difficulty:
-    """Difficulty model from TRL log records (dicts with frac_reward_zero_std)."""
-    rows = [r for r in records if isinstance(r, dict) and _first(r, ZERO_STD_KEYS) is not None]
+def _bare(key) -> str | None:
+    """A logged metric's name without W&B's run prefix ("run-1 - ") and TRL's "train/"
+    prefix; None for evaluation metrics and W&B's __MIN/__MAX companion columns."""
+    if not isinstance(key, str):
+        return None
+    key = key.strip()
+    if " - " in key:  # a W&B panel export names columns "<run name> - train/reward"
+        key = key.rsplit(" - ", 1)[1].strip()
+    if key.endswith(("__MIN", "__MAX")) or key.startswith(("eval_", "eval/", "test/")):
+        return None
+    return key[len("train/"):] if key.startswith("train/") else key
+
+
+def _reward_functions(keys) -> dict[str, tuple[str, str | None]]:
+    """The reward functions a TRL log names: {name: (mean key, std key or None)}.
+
+    TRL 1.x logs ``rewards/<name>/mean`` and ``rewards/<name>/std`` per reward function
+    (``GRPOTrainer._generate_and_score_completions``); TRL before 0.16 logged
+    ``rewards/<name>``."""
+    keys = set(keys)
+    out: dict[str, tuple[str, str | None]] = {}
+    for key in sorted(keys):
+        if not key.startswith("rewards/"):
+            continue
+        rest = key[len("rewards/"):]
+        if rest.endswith("/mean"):
+            name = rest[:-len("/mean")]
+            std = f"rewards/{name}/std"
+            out[name] = (key, std if std in keys else None)
+        elif "/" not in rest:
+            out.setdefault(rest, (key, None))
+    return out
+
+
+def _column(rows: list[dict], key: str, source: str) -> np.ndarray:
+    return np.array([_number(r.get(key), key, source) for r in rows], dtype=float)
+
+
+#: How far a logged std may sit from a 0/1 reward's sqrt(m(1 - m)) (the batch's ddof = 1
+#: raises it by sqrt(n/(n-1)); averaging over a logging interval lowers it slightly).
+BINARY_STD_TOLERANCE = 0.15
+
+
+def _looks_binary(rows: list[dict], mean_key: str, std_key: str | None, source: str) -> bool:
+    """Whether a logged reward can be a 0/1 reward: its means lie in [0, 1] and, when its
+    batch std is logged, the std is that of a Bernoulli variable, sqrt(m(1 - m))."""
+    if any(r.get(mean_key) is None for r in rows):
+        return False
+    m = _column(rows, mean_key, source)
+    if ((m < 0) | (m > 1)).any():
+        return False
+    if std_key is None or any(r.get(std_key) is None for r in rows):
+        return True
+    s = _column(rows, std_key, source)
+    bern = float(np.mean(np.sqrt(m * (1 - m))))
+    if bern == 0.0:
+        return bool(np.all(s == 0))
+    return abs(float(np.mean(s)) / bern - 1) <= BINARY_STD_TOLERANCE
+
+
+def _constant(rows: list[dict], std_key: str | None, source: str) -> bool:
+    """Whether a reward function's logged batch std is 0 in every row (then no group varies
+    in it, and it cannot be the correctness reward whose groups are read)."""
+    return (std_key is not None and all(r.get(std_key) is not None for r in rows)
+            and not _column(rows, std_key, source).any())
+
+
+def _pick_reward(rows: list[dict], reward_key: str | None, source: str,
+                 assumptions: list[str], warns: list[str]) -> str:
+    """The key of the 0/1 correctness reward in TRL log rows (bare keys), or an AdviseError
+    naming the reward keys the log has. Adds what it assumed to ``assumptions`` and what
+    the reader must know about the zero-std fraction to ``warns``."""
+    keys = set().union(*rows)
+    funcs = _reward_functions(keys)
+    found = sorted(["reward"] * ("reward" in keys) + [mk for mk, _ in funcs.values()])
+    found_text = ", ".join(found) if found else "none"
+    chosen = None
+    if reward_key is not None:
+        want = _bare(reward_key) or reward_key
+        for name, (mean_key, _) in funcs.items():
+            if want in (name, mean_key, f"rewards/{name}"):
+                chosen = name
+        if chosen is None and want == "reward" and "reward" in keys:
+            chosen = "reward"
+        if chosen is None:
+            raise AdviseError(f"{source}: no reward {reward_key!r} in the log; reward keys "
+                              f"found: {found_text}")
+    elif not funcs:
+        if "reward" not in keys:
+            raise AdviseError(f"{source}: no reward is logged (reward keys found: none), so "
+                              "the pass rates cannot be told from frac_reward_zero_std alone; "
+                              "log the 0/1 correctness reward or run a census")
+        chosen = "reward"
+        assumptions.append("one reward is logged, 'reward', with no per-function keys: taken "
+                           "to be the 0/1 correctness reward (pass --reward-key if it is not)")
+    else:
+        binary = [n for n, (mk, sk) in funcs.items() if _looks_binary(rows, mk, sk, source)
+                  and not _constant(rows, sk, source)]
+        if len(binary) != 1:
+            raise AdviseError(
+                f"{source}: {len(funcs)} reward function(s) logged and "
+                f"{len(binary) or 'none'} of them look 0/1-valued: name the correctness reward "
+                f"with --reward-key (reward keys found: {found_text})")
+        chosen = binary[0]
+        _, std_key = funcs[chosen]
+        how = ("its mean lies in [0, 1] and its batch std is sqrt(m(1-m))" if std_key
+               else "its mean lies in [0, 1] (no std logged to check more)")
+        assumptions.append(f"the correctness reward is rewards/{chosen}/mean, the only "
+                           f"0/1-valued reward function of the {len(funcs)} logged ({how}); "
+                           "pass --reward-key to choose another")
+    if chosen == "reward":
+        if len(funcs) > 1:
+            warns.append(f"'reward' is the weighted sum of {len(funcs)} reward functions "
+                         f"({', '.join(funcs)}), not a pass rate: name the correctness one "
+                         "with --reward-key")
+        return "reward"
+    mean_key, std_key = funcs[chosen]
+    if not _looks_binary(rows, mean_key, std_key, source):
+        raise AdviseError(f"{source}: the reward {mean_key} is not a 0/1 pass rate (its mean "
+                          "leaves [0, 1] or its std is not sqrt(m(1-m))); reward keys found: "
+                          f"{found_text}")
+    others = [n for n in funcs if n != chosen]
+    if others:
+        other_std = [funcs[n][1] for n in others]
+        constant = all(_constant(rows, k, source) for k in other_std)
+        if constant:
+            assumptions.append(f"the other reward function(s) ({', '.join(others)}) had std 0 "
+                               "in every step used, so the summed reward's zero-std fraction is "
+                               f"the all-pass-or-all-fail fraction of {chosen}")
+        else:
+            warns.append(f"frac_reward_zero_std is computed on the summed reward ({chosen} + "
+                         f"{' + '.join(others)}), not on {chosen}: a group that is all-pass or "
+                         f"all-fail on {chosen} but varies in another reward is not counted, so "
+                         f"the logged fraction is a lower bound on {chosen}'s zero-variance "
+                         "fraction, and the numbers below, which use it, understate it")
+    return mean_key
+
+
+def _log_records(records: list, source: str, num_generations: int | None,
+                 reward_key: str | None = None) -> Difficulty:
+    """Difficulty model from TRL log records (dicts with frac_reward_zero_std): the
+    correctness reward's mean and the zero-std fraction of the last :data:`LOG_WINDOW`
+    logged steps, turned into a Beta population (:func:`back_out_beta`).
+
+    Derived in: book/capstone/01-choosing-g.md, "When all you have is a training log"."""
+    records = [{_bare(k): v for k, v in r.items() if _bare(k)} if isinstance(r, dict) else r
+               for r in records]
+    rows = [r for r in records if isinstance(r, dict) and r.get(ZERO_STD_KEY) is not None]
     if not rows:
-        raise AdviseError(f"{source}: no logged step has frac_reward_zero_std")
+        raise AdviseError(f"{source}: no logged step has frac_reward_zero_std (TRL's "
+                          "GRPOTrainer logs it at every logging step; a log without it cannot "
+                          "say how many groups had zero variance)")
     G = num_generations
     if G is None:
         values = [r["num_generations"] for r in rows if r.get("num_generations") is not None]
@@ -375,45 +546,43 @@ def _log_records(records: list, source: str, num_generations: int | None) -> Dif
                           f"{G!r}")
     G = int(G)
     window = rows[-LOG_WINDOW:]
-    z_all = np.array([_number(_first(r, ZERO_STD_KEYS), "frac_reward_zero_std", source)
-                      for r in window])
+    z_all = _column(window, ZERO_STD_KEY, source)
     if ((z_all < 0) | (z_all > 1)).any():
         raise AdviseError(f"{source}: frac_reward_zero_std must lie in [0, 1]")
     z = float(z_all.mean())
     assumptions = [f"averaged the last {len(window)} of {len(rows)} logged steps "
-                   f"(frac_reward_zero_std = {z:.3f}) at num_generations = {G}",
-                   "rewards are 0/1, so a zero-std group is an all-pass or all-fail group"]
+                   f"(frac_reward_zero_std = {z:.3f}) at num_generations = {G}"]
+    warns: list[str] = []
+    key = _pick_reward(window, reward_key, source, assumptions, warns)
+    if any(r.get(key) is None for r in window):
+        raise AdviseError(f"{source}: {key} is missing from some of the last {len(window)} "
+                          "logged steps that have frac_reward_zero_std")
+    m = float(_column(window, key, source).mean())
+    if not 0.0 < m < 1.0:
+        raise AdviseError(f"{source}: the mean of {key} over the last {len(window)} steps is "
+                          f"{m:.4g}, not a pass rate strictly inside (0, 1); reward keys found: "
+                          + ", ".join(sorted(k for k in set().union(*window)
+                                             if k == "reward" or (k.startswith("rewards/")
+                                                                  and not k.endswith("/std")))))
+    assumptions.append("rewards are 0/1, so a zero-std group is an all-pass or all-fail group")
     if len(window) > 1 and set(np.unique(z_all)) <= {0.0, 1.0}:
-        assumptions.append("every logged value is 0 or 1: with scale_rewards='batch' TRL "
-                           "computes this metric from the batch std; the estimate is unreliable")
-    rewards = [_first(r, REWARD_KEYS) for r in window]
-    m = None
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in rewards):
-        m = float(np.mean(rewards))
-        if not (np.isfinite(m) and 0.0 < m < 1.0):
-            assumptions.append(f"the logged mean reward {m:.3g} is not a pass rate in (0, 1); "
-                               "ignored it")
-            m = None
+        warns.append("every logged frac_reward_zero_std is 0 or 1: with scale_rewards='batch' "
+                     "(or multi_objective_aggregation='normalize_then_sum') TRL computes it from "
+                     "the batch std; the estimate is unreliable")
     if z >= 1.0:
         raise AdviseError(f"{source}: every group has zero variance (frac_reward_zero_std = 1); "
                           "nothing about the pass rates can be backed out")
-    if m is not None:
-        low = float(theory.zero_variance_probability(m, G))
-        if low < z:
-            a, b = back_out_beta(z, m, G)
-            assumptions.append(f"prompt pass rates follow a Beta(a, b) with the logged mean "
-                               f"reward {m:.3f} as its mean; a = {a:.4g}, b = {b:.4g} reproduce "
-                               f"the zero-std fraction at G = {G}")
-            return Difficulty("beta", source, a=a, b=b, assumptions=assumptions)
-        assumptions.append(f"the zero-std fraction is at or below {low:.3f}, the value for one "
-                           f"common pass rate {m:.3f}; no spread of difficulty fits, so every "
-                           "prompt is taken to have the mean pass rate")
-        return Difficulty("point", source, p=m, assumptions=assumptions)
-    p = back_out_pass_rate(z, G)
-    assumptions.append(f"no usable mean reward: every prompt is taken to have one pass rate "
-                       f"p = {p:.4f} <= 1/2 with p^G + (1-p)^G = {z:.3f} (1 - p = {1 - p:.4f} "
-                       "fits equally well)")
-    return Difficulty("point", source, p=p, assumptions=assumptions)
+    low = float(theory.zero_variance_probability(m, G))
+    if low < z:
+        a, b = back_out_beta(z, m, G)
+        assumptions.append(f"prompt pass rates follow a Beta(a, b) with the logged mean "
+                           f"{key} = {m:.3f} as its mean; a = {a:.4g}, b = {b:.4g} reproduce "
+                           f"the zero-std fraction at G = {G}")
+        return Difficulty("beta", source, a=a, b=b, assumptions=assumptions, warnings=warns)
+    assumptions.append(f"the zero-std fraction is at or below {low:.3f}, the value for one "
+                       f"common pass rate {m:.3f}; no spread of difficulty fits, so every "
+                       "prompt is taken to have the mean pass rate (the best fit, not a default)")
+    return Difficulty("point", source, p=m, assumptions=assumptions, warnings=warns)
 
 
 # --------------------------------------------------------------------------------------
@@ -464,6 +633,16 @@ def _from_columns(column, keys, source: str) -> Difficulty:
     gives that column's values, one per prompt (None where a record lacks it)."""
     s_key = next((k for k in SUCCESS_KEYS if k in keys), None)
     n_key = next((k for k in TRIAL_KEYS if k in keys), None)
+    d = _from_columns_unnamed(column, keys, source, s_key, n_key)
+    id_key = next((k for k in PROMPT_ID_KEYS if k in keys), None)
+    if id_key is not None:
+        ids = column(id_key)
+        if all(v is not None and str(v).strip() for v in ids):
+            d.prompt_ids = [str(v).strip() for v in ids]
+    return d
+
+
+def _from_columns_unnamed(column, keys, source: str, s_key, n_key) -> Difficulty:
     if s_key and n_key:
         k = _numbers(column(s_key), s_key, source)
         n = _numbers(column(n_key), n_key, source)
@@ -512,18 +691,19 @@ def _from_rates(values: list, source: str) -> Difficulty:
                                    "(no sample counts: the plug-in p^G is used)"])
 
 
-def _from_json(doc, source: str, num_generations: int | None) -> Difficulty:
+def _from_json(doc, source: str, num_generations: int | None,
+               reward_key: str | None = None) -> Difficulty:
     if isinstance(doc, dict) and isinstance(doc.get("log_history"), list):  # trainer_state.json
-        return _log_records(doc["log_history"], source, num_generations)
+        return _log_records(doc["log_history"], source, num_generations, reward_key)
     if isinstance(doc, dict) and isinstance(doc.get("records"), list):  # pass_rates.json
         return _from_rows(doc["records"], source)
     if isinstance(doc, dict) and isinstance(doc.get("pass_rates"), list):
         return _from_rates(doc["pass_rates"], source)
     if isinstance(doc, dict) and _first(doc, ZERO_STD_KEYS) is not None:  # one logged step
-        return _log_records([doc], source, num_generations)
+        return _log_records([doc], source, num_generations, reward_key)
     if isinstance(doc, list) and doc and all(isinstance(r, dict) for r in doc):
         if any(_first(r, ZERO_STD_KEYS) is not None for r in doc):
-            return _log_records(doc, source, num_generations)
+            return _log_records(doc, source, num_generations, reward_key)
         return _from_rows(doc, source)
     if isinstance(doc, list):
         return _from_rates(doc, source)
@@ -581,17 +761,53 @@ def _from_csv(text: str, path: Path, source: str) -> Difficulty:
     return _from_columns(lambda key: list(map(str.strip, table[key][1:])), set(first), source)
 
 
-def load_pass_rates(path, *, num_generations: int | None = None) -> Difficulty:
+def _from_wandb_csv(text: str, path: Path, source: str, num_generations: int | None,
+                    reward_key: str | None) -> Difficulty:
+    """A W&B CSV export of a TRL run (``Step,train/reward,train/frac_reward_zero_std,...``,
+    panel exports with ``<run> - `` prefixes and ``__MIN``/``__MAX`` columns too): one log
+    record per row, by step; an empty cell is a metric not logged at that step."""
+    try:
+        rows = parse_csv(text, path, "a W&B CSV export", remedy="")
+    except CorruptFileError as exc:
+        raise AdviseError(str(exc)) from None
+    rows = [r for r in rows if any(c.strip() for c in r)]
+    header = [h.strip() for h in rows[0]]
+    step = next((i for i, h in enumerate(header)
+                 if h in STEP_KEYS or (_bare(h) or "") in STEP_KEYS), None)
+    if step is None:
+        raise AdviseError(f"{source}: a W&B export needs a step column ({', '.join(STEP_KEYS)});"
+                          f" got {', '.join(header)}")
+    if len(rows) < 2:
+        raise AdviseError(f"{source}: a header but no logged steps")
+    records = []
+    for line, r in enumerate(rows[1:], 2):
+        if len(r) != len(header):
+            raise AdviseError(f"{source}: line {line} has {len(r)} cells, the header "
+                              f"{len(header)}")
+        rec = {"_step": _number(r[step], header[step], f"{source}: line {line}")}
+        for h, cell in zip(header, r, strict=True):
+            name, cell = _bare(h), cell.strip()
+            if name and cell and h != header[step]:
+                rec[name] = _number(cell, h, f"{source}: line {line}")
+        records.append(rec)
+    records.sort(key=lambda rec: rec["_step"])
+    return _log_records(records, source, num_generations, reward_key)
+
+
+def load_pass_rates(path, *, num_generations: int | None = None,
+                    reward_key: str | None = None) -> Difficulty:
     """Read a difficulty model from a file.
 
     Accepted: a CSV (a ``pass_rate`` column, or ``successes`` and ``samples``; or one
     number per line), a JSON list of pass rates, ``{"pass_rates": [...]}``, the
     ``{"records": [...]}`` census of ``labs/results/smollm2-pass-rates/pass_rates.json``,
-    or a TRL log (``trainer_state.json`` with ``log_history``, or JSON lines of logged
-    metrics) with ``frac_reward_zero_std``. Bad files raise :class:`AdviseError`; the file
-    is read through :func:`grpolab._files.read_text` (a regular file of at most
-    :data:`MAX_INPUT_BYTES`, so ``/dev/zero`` or a FIFO is refused before a byte is read)
-    and its JSON is checked for depth, integer size and finite numbers.
+    or a TRL log with ``frac_reward_zero_std`` (``trainer_state.json`` with ``log_history``,
+    JSON lines of logged metrics, or a W&B CSV export with a step column and ``train/...``
+    columns); ``reward_key`` names a log's 0/1 correctness reward (see :func:`_pick_reward`).
+    A census's ``prompt_id`` column is kept for :func:`write_keep`. Bad files raise
+    :class:`AdviseError`; the file is read through :func:`grpolab._files.read_text` (a
+    regular file of at most :data:`MAX_INPUT_BYTES`, so ``/dev/zero`` or a FIFO is refused
+    before a byte is read) and its JSON is checked for depth, integer size and finite numbers.
     """
     if not isinstance(path, (str, Path)) and not hasattr(path, "__fspath__"):
         raise AdviseError(f"path must be a file path, got {path!r:.60}")
@@ -617,7 +833,7 @@ def load_pass_rates(path, *, num_generations: int | None = None) -> Difficulty:
         except CorruptFileError as exc:
             raise AdviseError(f"{source}: {exc.problem}") from None
         else:
-            return _from_json(doc, source, num_generations)
+            return _from_json(doc, source, num_generations, reward_key)
         records = []
         for i, line in enumerate(text.split("\n"), 1):
             if not line.strip():
@@ -629,10 +845,15 @@ def load_pass_rates(path, *, num_generations: int | None = None) -> Difficulty:
             except CorruptFileError as exc:
                 raise AdviseError(f"{source}: line {i}: {exc.problem}") from None
         if all(isinstance(r, dict) for r in records):
-            if any(_first(r, ZERO_STD_KEYS) is not None for r in records):
-                return _log_records(records, source, num_generations)
+            if any(_first(r, ZERO_STD_KEYS) is not None for r in records) or any(
+                    k in r for r in records for k in LOG_KEYS):
+                return _log_records(records, source, num_generations, reward_key)
             return _from_rows(records, source)
         raise AdviseError(f"{source}: JSON lines must each hold one object")
+    header = text.split("\n", 1)[0]
+    if "frac_reward_zero_std" in header or "train/" in header or any(
+            c.strip().strip('"') in ("Step", "_step") for c in header.split(",")):
+        return _from_wandb_csv(text, path, source, num_generations, reward_key)
     return _from_csv(text, path, source)
 
 
@@ -939,6 +1160,13 @@ class Advice:
     remedies: list[dict]
     recommendation: list[dict]
     noise: dict | None = None
+    warnings: list[str] = field(default_factory=list)
+    total_completions: int | None = None
+    #: the TRL GRPOConfig for the recommended G (:func:`trl_config`), or {"error": ...}
+    config: dict | None = None
+    #: --allocation: what each per-prompt split spends where (allocation.allocation_by_bin),
+    #: or {"error": ...} when the pool has no per-prompt pass rates
+    allocation: dict | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -991,21 +1219,294 @@ def _json_safe(x):
     return x
 
 
+def _count(x, name: str, flag: str, lo: int, hi: int) -> int:
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or not lo <= x <= hi:
+        raise AdviseError(f"{name} ({flag}) must be an integer in [{lo}, {hi:.3g}], got "
+                          f"{x!r:.60}")
+    return int(x)
+
+
+def _informative(d: Difficulty, G: int, budget: int) -> float:
+    """The objective of :func:`_choose_group_size`: expected informative prompts per step at a
+    fixed budget of ``budget`` completions per step, ⌊N/G⌋ · (1 − E[p^G + (1 − p)^G]).
+
+    Derived in: book/theory/04-cost-of-g.md, "A fixed budget: prompts × G"."""
+    return float(theory.fixed_budget_prompts(budget, G)) * (1.0 - d.zero_variance_fraction(G))
+
+
+def _mse_argmin(noise: NoiseConstants, budget: int, max_G: int) -> int:
+    """The integer G in [2, min(max_G, N)] minimising the exact fixed-budget gradient MSE
+    c₁/B + c₂/(BG) + c₃/(BG(G − 1)) at B = ⌊N/G⌋ (book/theory/02-baseline-variance.md)."""
+    mse = {G: float(theory.minibatch_gradient_mse(max(budget // G, 1), G, noise.c1, noise.c2,
+                                                  noise.c3))
+           for G in range(2, min(max_G, budget) + 1)}
+    return min(mse, key=mse.get)
+
+
+def _choose_group_size(d: Difficulty, budget: int, max_G: int = DEFAULT_MAX_G, *,
+                      noise: NoiseConstants | None = None,
+                      total_completions: int | None = None,
+                      pool_size: int | None = None) -> tuple[int, str]:
+    """The G to train with on pool ``d`` at a fixed budget of ``budget`` completions per
+    step, and its reason (one line, naming the compute it holds fixed).
+
+    The objective (book/theory/04-cost-of-g.md, 11-pass-at-k.md, capstone):
+
+    1. Without noise constants: the candidate G (powers of two, :func:`candidate_group_sizes`)
+       with the most expected informative prompts per step,
+       I(G) = ⌊N/G⌋ · (1 − E[p^G + (1 − p)^G]) (:func:`_informative`); of
+       the Gs within :data:`G_TIE` of that maximum the largest is taken, since a larger
+       group has a better baseline (variance factor G/(G − 1)) and a larger chance
+       1 − (1 − p)^G of a success on a hard prompt. When that G lies above TRL's default
+       and has fewer informative prompts than it, the pool is *coverage-limited* (most
+       zero-variance groups are prompts with pG ≪ 1, where I(G) is nearly flat in G).
+       Above :data:`START_G` a step must keep :data:`MIN_PROMPTS` prompts.
+    2. With noise constants: the integer G minimising the exact fixed-budget gradient MSE
+       c₁/B + c₂/(BG) + c₃/(BG(G − 1)), B = ⌊N/G⌋ (optimum 1 + √(c₃/c₁)).
+    3. With the total compute C (completions over the run) and the pool size M: a run at G
+       trains on C/G prompt visits, C/(G·M) passes over the pool. IsoCompute
+       (arXiv 2603.12151) finds that the compute-optimal G grows with C, then saturates;
+       advise applies it as a floor: the smallest G that passes over the pool at most
+       :data:`MAX_PASSES` time(s), since past that point a smaller G buys repeat visits,
+       not new prompts.
+
+    Whenever the result has fewer expected informative prompts per step than TRL's default
+    (G = :data:`START_G`) at the same budget, the reason says why (noise constants, the
+    known compute budget, a coverage-limited pool).
+    """
+    Gs = candidate_group_sizes(max_G, budget)
+    ref = max(G for G in Gs if G <= START_G)
+    held = f"at a fixed budget of N = {budget} completions per step"
+    inf = {G: _informative(d, G, budget) for G in Gs}
+    allowed = [G for G in Gs if G <= ref or theory.fixed_budget_prompts(budget, G) >= MIN_PROMPTS]
+    best = max(allowed, key=lambda G: (inf[G], -G))
+    basis = None
+    if noise is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", theory.GroupSizeWarning)
+            g_real = noise.g_star
+            g_paper = float(theory.optimal_group_size(noise.c1, noise.c3, form="paper"))
+        top = min(max_G, budget)
+        G0 = _mse_argmin(noise, budget, max_G)
+        why = (f"G* = 1 + sqrt(c3/c1) = {g_real:.2f} minimises the exact gradient MSE "
+               f"c1/B + c2/(BG) + c3/(BG(G-1)) {held} (N = BG), where "
+               f"N*MSE = c1 G + c2 + c3/(G-1) (book ch. 02; the paper's c3/(BG^2) form, "
+               f"arXiv 2603.01162 Thm. 7, gives its leading order sqrt(c3/c1) = {g_paper:.2f});"
+               f" the best integer in [2, {top}] at B = N // G is {G0} (noise constants: "
+               f"{noise.source})")
+        if noise.c3 < noise.c1:
+            why += ("; WARNING: c3 < c1 contradicts the model, which implies c3 >= c1 + "
+                    "|grad J|^2: the constants are misspecified, not a small optimum")
+        why += "".join(f"; {n}" for n in noise.notes)
+        basis = "the noise constants (the gradient MSE, not the informative count, decides)"
+        if G0 not in inf:
+            inf[G0] = _informative(d, G0, budget)
+    elif inf[best] <= 0:
+        G0 = ref
+        why = (f"no G gives an informative group on this pool {held} (every prompt always or "
+               f"never solved): change the prompts, not G; TRL's default G = {ref} until then")
+    else:
+        tied = [G for G in allowed if inf[G] >= (1 - G_TIE) * inf[best]]
+        G0 = max(tied)
+        why = (f"maximises the expected informative prompts per step {held}, "
+               f"floor(N/G) * (1 - E[p^G + (1-p)^G]) = {inf[best]:.1f} at G = {best}")
+        if G0 != best:
+            why += (f"; G = {G0} keeps {inf[G0]:.1f}, within {G_TIE:.0%} of it, and the largest "
+                    f"G within {G_TIE:.0%} is taken: a better baseline (gradient-variance "
+                    f"factor G/(G-1) = {G0 / (G0 - 1):.2f} against {best / (best - 1):.2f}) and "
+                    "a larger chance 1 - (1-p)^G of a success on each hard prompt")
+        if inf[G0] < inf[ref]:
+            basis = ("a coverage-limited pool (I(G) is nearly flat in G: the zero-variance "
+                     "groups are mostly hard prompts with pG << 1, ch. 11)")
+    if total_completions is not None:
+        M = pool_size if pool_size is not None else d.prompts
+        if M is None:
+            raise AdviseError("--total-completions with a TRL log needs --pool-size (the "
+                              "number of training prompts): a log does not say how many")
+        passes = {G: total_completions / (G * M) for G in allowed}
+        floor_G = min((G for G in allowed if passes[G] <= MAX_PASSES), default=max(allowed))
+        compute = (f"known total compute C = {total_completions} completions over M = {M} "
+                   f"prompts: C/(G*M) = {total_completions / (G0 * M):.3g} passes over the pool "
+                   f"at G = {G0}; IsoCompute (arXiv 2603.12151: the compute-optimal G grows with "
+                   f"C, then saturates) is applied as a floor, the smallest G with at most "
+                   f"{MAX_PASSES} pass(es), G = {floor_G}")
+        if floor_G > G0:
+            why += f"; {compute}: G raised to {floor_G}"
+            G0 = floor_G
+            basis = "a known compute budget (IsoCompute's floor)"
+        else:
+            why += f"; {compute}: no change"
+    if inf[G0] < inf[ref]:
+        if basis is None:  # pragma: no cover - every branch that can get here names one
+            raise AssertionError("_choose_group_size lowered the informative count unexplained")
+        why += (f"; this G has fewer expected informative prompts per step than TRL's default "
+                f"G = {ref} ({inf[G0]:.1f} against {inf[ref]:.1f} {held}) because of {basis}")
+    return G0, why
+
+
+def trl_config(G: int, budget: int, *, processes: int = 1,
+               per_device_batch: int = TRL_PER_DEVICE_BATCH) -> dict:
+    """A TRL ``GRPOConfig`` (trl 1.x names) for G and a budget of completions per optimizer
+    step, on ``processes`` processes with at most ``per_device_batch`` completions per
+    device per forward/backward pass, and the verl equivalents.
+
+    TRL counts completions in ``per_device_train_batch_size``: an optimizer step takes
+    per_device_train_batch_size × processes × gradient_accumulation_steps completions, and
+    one generation batch of ``generation_batch_size`` = per_device_train_batch_size ×
+    processes × ``steps_per_generation`` completions must hold whole groups
+    (divisible by num_generations, checked in ``GRPOConfig.__post_init__``). Here
+    steps_per_generation = gradient_accumulation_steps, so each optimizer step gets one
+    fresh generation (on-policy with num_iterations = 1). Returns a dict with the sizes,
+    ``fields`` (field, value, reason), ``verl`` (key, value, comment) and ``notes``; or
+    raises AdviseError when no split exists.
+
+    Derived in: book/theory/04-cost-of-g.md (the fixed budget); TRL's arithmetic in
+    trl/trainer/grpo_config.py (``GRPOConfig.__post_init__``).
+    """
+    G = _count(G, "G", "--num-generations", 2, MAX_GROUP_SIZE)
+    budget = _count(budget, "budget", "--budget", 2, MAX_BUDGET)
+    P = _count(processes, "processes", "--processes", 1, 10**6)
+    cap = _count(per_device_batch, "per_device_batch", "--per-device-batch", 1, 10**6)
+    B = int(theory.fixed_budget_prompts(budget, G))
+    notes = []
+    B_used = next((b for b in range(B, 0, -1) if (b * G) % P == 0), None)
+    if B_used is None or B_used * G < P:
+        raise AdviseError(f"no TRL split: {B} prompts x G = {G} cannot be shared by "
+                          f"--processes {P}; raise --budget to a multiple of {P * G}")
+    if B_used != B:
+        notes.append(f"prompts per step lowered from {B} to {B_used} so that the "
+                     f"{B_used * G} completions divide over {P} processes")
+    N = B_used * G
+    per_process = N // P
+    divisors = [c for c in range(min(cap, per_process), 0, -1) if per_process % c == 0]
+    whole = [c for c in divisors if (c * P) % G == 0]  # micro-batches of whole groups
+    pdb = whole[0] if whole and whole[0] * 2 > divisors[0] else divisors[0]
+    gas = per_process // pdb
+    fields = [
+        ("num_generations", G, "G, the recommendation above"),
+        ("per_device_train_batch_size", pdb,
+         f"COMPLETIONS (not prompts) per device per forward/backward pass, at most "
+         f"--per-device-batch {cap} (memory)"),
+        ("gradient_accumulation_steps", gas,
+         f"{pdb} x {P} process(es) x {gas} = {N} completions = {B_used} prompts x G per "
+         "optimizer step (the budget)"),
+        ("steps_per_generation", gas,
+         f"one generation of {N} completions per optimizer step (TRL derives "
+         f"generation_batch_size = {N}, divisible by G); set generation_batch_size instead, "
+         "never both"),
+        ("num_iterations", 1, "one update per generation: on-policy; more reuse each "
+         "completion off-policy and clip more (ch. 10)"),
+        ("temperature", 1.0, "TRL's default, R1-Zero's and Dr. GRPO's: a lower T makes groups "
+         "more alike and raises the zero-variance fraction (ch. 07)"),
+        ("scale_rewards", "none", "Dr. GRPO: dividing by the group std reweights prompts by "
+         "difficulty by a factor that moves with G (ch. 06); 'batch' also makes "
+         "frac_reward_zero_std read 0 or 1"),
+        ("loss_type", "dapo", "TRL's default: tokens averaged over the whole batch, no "
+         "per-sequence length bias (ch. 09)"),
+        ("mask_truncated_completions", True, "a completion cut at max_completion_length is "
+         "not a wrong answer: leave it out of the loss (DAPO's overlong filtering)"),
+        ("beta", 0.0, "TRL's default: no reference model (saves its memory); KL is logged "
+         "only when beta > 0 (ch. 12)"),
+        ("num_generations_eval", 1, "evaluation samples num_generations per prompt unless "
+         "told: 1 sample on more held-out prompts estimates pass@1 more cheaply"),
+    ]
+    if pdb * P % G:
+        notes.append(f"a micro-batch of {pdb} x {P} completions splits groups of {G} across "
+                     "passes: TRL 1.x checks only generation_batch_size % num_generations; "
+                     "older TRL releases wanted per_device_train_batch_size x processes "
+                     "divisible by num_generations")
+    verl = [
+        ("data.train_batch_size", B_used, "prompts per step"),
+        ("actor_rollout_ref.rollout.n", G, "G"),
+        ("actor_rollout_ref.actor.ppo_mini_batch_size", B_used,
+         "counted in PROMPTS (verl multiplies by n); = train_batch_size: one update per "
+         "generation"),
+        ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", pdb, "completions per GPU "
+         "per pass (memory)"),
+        ("algorithm.filter_groups.enable", True, "optional: verl's dynamic sampling (DAPO "
+         "recipe), capped by algorithm.filter_groups.max_num_gen_batches; TRL has none"),
+    ]
+    return {"num_generations": G, "prompts_per_step": B_used, "completions_per_step": N,
+            "processes": P, "per_device_batch_limit": cap,
+            "per_device_train_batch_size": pdb, "gradient_accumulation_steps": gas,
+            "steps_per_generation": gas, "generation_batch_size": N,
+            "fields": [{"field": f, "value": v, "reason": r} for f, v, r in fields],
+            "verl": [{"key": k, "value": v, "comment": c} for k, v, c in verl],
+            "notes": notes}
+
+
+#: First line of a file ``--keep`` writes; ``write_keep`` overwrites only files that start so.
+KEEP_HEADER = "# grpolab advise --keep: ids of the prompts to keep (0 < successes < samples)"
+
+
+def write_keep(d: Difficulty, path) -> int:
+    """Write the ids of the prompts that were neither always nor never solved (the prompts
+    that filtering keeps, book/capstone/01-choosing-g.md) to ``path``, one per line after
+    :data:`KEEP_HEADER`; return how many. Needs a census with a ``prompt_id`` column
+    (:data:`PROMPT_ID_KEYS`). An existing file is replaced only if this function wrote it
+    (it starts with :data:`KEEP_HEADER`); the write is atomic (a temporary file, renamed).
+    """
+    if not isinstance(d, Difficulty) or d.kind not in ("counts", "rates") or d.prompt_ids is None:
+        raise AdviseError("--keep needs a census with per-prompt pass rates and a prompt id "
+                          f"column ({', '.join(PROMPT_ID_KEYS)}); {getattr(d, 'source', d)!s:.60} "
+                          "has none")
+    path = check_keep_target(path)
+    keep = ((d.successes > 0) & (d.successes < d.trials) if d.kind == "counts"
+            else (d.rates > 0) & (d.rates < 1))
+    ids = [i for i, k in zip(d.prompt_ids, keep.tolist(), strict=True) if k]
+    try:
+        write_atomic(path, "\n".join([KEEP_HEADER, *ids]) + "\n")
+    except OSError as exc:
+        raise AdviseError(f"--keep {path}: cannot write ({exc.strerror})") from None
+    return len(ids)
+
+
+def check_keep_target(path) -> Path:
+    """Refuse a ``--keep`` path that is a folder, lies in a missing folder, or is an existing
+    file this command did not write (one that does not start with :data:`KEEP_HEADER`);
+    called before any work, and again by :func:`write_keep`."""
+    if not isinstance(path, (str, Path)) or not str(path).strip():
+        raise AdviseError(f"--keep must name a file, got {path!r:.60}")
+    path = Path(path)
+    if path.is_dir():
+        raise AdviseError(f"--keep {path} is a folder; name a file")
+    if path.exists() or path.is_symlink():
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                first = fh.readline().rstrip("\n")
+        except OSError as exc:
+            raise AdviseError(f"--keep {path}: cannot read the existing file "
+                              f"({exc.strerror})") from None
+        if first != KEEP_HEADER:
+            raise AdviseError(f"--keep {path} exists and was not written by grpolab advise "
+                              "--keep: refusing to overwrite it; name a new file")
+    if not path.parent.is_dir():
+        raise AdviseError(f"--keep {path}: the folder {path.parent} does not exist")
+    return path
+
+
 def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_MAX_G,
-           noise: NoiseConstants | None = None) -> Advice:
+           noise: NoiseConstants | None = None, total_completions: int | None = None,
+           pool_size: int | None = None, processes: int = 1,
+           per_device_batch: int = TRL_PER_DEVICE_BATCH,
+           allocation_rules: list[str] | None = None) -> Advice:
     """Evaluate every candidate G at ``budget`` completions per step and recommend one.
 
     The decision procedure of book/capstone/01-choosing-g.md:
     1. zero-variance fraction and informative prompts per step at each G (the table);
     2. filtering first, when dropping never/always-solved prompts adds >= MIN_GAIN
        informative groups per completion and leaves a full step of prompts;
-    3. the G to start with: G* = argmin of the fixed-budget gradient MSE when noise
-       constants are known (the exact model, optimum 1 + √(c₃/c₁)); otherwise START_G,
-       doubled while more than MAX_ZERO_VARIANCE of the training pool's groups have zero variance,
-       doubling lowers that by a percentage point, and a step keeps >= MIN_PROMPTS prompts;
+    3. the G (:func:`_choose_group_size`: the most expected informative prompts per step at
+       the fixed budget; the exact gradient MSE with noise constants; IsoCompute's floor
+       with a known total compute), on the pool as given (so a census and the TRL log it
+       implies give the same G) and, when filtering is advised, on the filtered pool;
     4. adaptive G when it adds >= MIN_GAIN informative groups per completion at that G;
-       dynamic sampling when > DS_ZERO_VARIANCE of groups keep zero variance, with its overhead;
-    5. what to monitor.
+       dynamic sampling when > DS_ZERO_VARIANCE of groups keep zero variance, with its
+       overhead, and what to do in TRL, which has none;
+    5. what to monitor, and a TRL GRPOConfig (:func:`trl_config`) for the G and budget;
+    6. with ``allocation_rules`` (names in :data:`grpolab.allocation.ALLOCATION_RULES`), what
+       each per-prompt split of the same completions spends where
+       (:func:`grpolab.allocation.allocation_by_bin`; book/theory/14-adaptive-allocation.md).
     """
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 2:
         raise AdviseError(f"budget (--budget) must be an integer >= 2 (completions per step), "
@@ -1021,7 +1522,26 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
     if noise is not None and not isinstance(noise, NoiseConstants):
         raise AdviseError(f"noise must be NoiseConstants (from load_noise) or None, got "
                           f"{type(noise).__name__}")
+    if allocation_rules is not None and (
+            isinstance(allocation_rules, str) or not isinstance(allocation_rules, (list, tuple))
+            or not all(isinstance(r, str) and r in allocation.ALLOCATION_RULES
+                       for r in allocation_rules)):
+        raise AdviseError(f"allocation_rules (--allocation) must be a list of "
+                          f"{', '.join(allocation.ALLOCATION_RULES)}, got "
+                          f"{allocation_rules!r:.60}")
     budget, max_G = int(budget), int(max_G)
+    if total_completions is not None:
+        total_completions = _count(total_completions, "total_completions",
+                                   "--total-completions", budget, MAX_TOTAL)
+    if pool_size is not None:
+        pool_size = _count(pool_size, "pool_size", "--pool-size", 1, MAX_TOTAL)
+    processes = _count(processes, "processes", "--processes", 1, 10**6)
+    per_device_batch = _count(per_device_batch, "per_device_batch", "--per-device-batch",
+                              1, 10**6)
+    if total_completions is not None and pool_size is None and d.prompts is None:
+        raise AdviseError("--total-completions with a TRL log needs --pool-size (the number "
+                          "of training prompts): a log does not say how many")
+    held = f"at a fixed budget of N = {budget} completions per step"
     Gs = candidate_group_sizes(max_G, budget)
     filt = d.filtered()
     rows = [_row(d, filt, G, budget, noise) for G in Gs]
@@ -1040,81 +1560,46 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
         if gain >= MIN_GAIN:
             use_filter = True
             say("filter", f"keep {kept} of {d.prompts} prompts ({kept / d.prompts:.0%})",
-                f"at G = {ref_G}, dropping the never/always-solved prompts raises the share of "
-                f"informative groups from {1 - d.zero_variance_fraction(ref_G):.1%} to "
+                f"at G = {ref_G}, {held}, dropping the never/always-solved prompts raises the "
+                f"share of informative groups from {1 - d.zero_variance_fraction(ref_G):.1%} to "
                 f"{1 - filt.zero_variance_fraction(ref_G):.1%} (+{gain:.0%}) at no rollout cost; "
-                "check that the training set keeps enough prompts")
+                "--keep FILE writes their ids; check that the training set keeps enough prompts")
         else:
             say("filter", "not needed",
                 f"dropping never/always-solved prompts adds only {gain:.0%} informative groups "
-                f"at G = {ref_G} (threshold {MIN_GAIN:.0%})")
+                f"at G = {ref_G}, {held} (threshold {MIN_GAIN:.0%})")
     elif filt is None and d.prompts:
         say("filter", "nothing left", "every prompt was always or never solved: the pool "
             "carries no signal at any G; change the prompts (or the model) first")
     else:
         say("filter", "needs per-prompt pass rates",
             "a training log gives the population, not which prompts have zero variance: run a "
-            "census (python -m grpolab.labs.pass_rates) to filter")
+            "census (grpolab lab pass-rates) to filter")
     pool = filt if use_filter else d
     pool_name = "the filtered pool" if use_filter else "the pool"
 
-    # -- 2. the G to start with ---------------------------------------------------------
+    # -- 2. the G -------------------------------------------------------------------------
+    kwargs = dict(noise=noise, total_completions=total_completions, pool_size=pool_size)
+    G_given, why = _choose_group_size(d, budget, max_G, **kwargs)
+    say("G", G_given, why)
+    G0 = G_given
+    if use_filter:
+        if pool_size is not None:  # the filtered pool is the census's kept prompts
+            kwargs["pool_size"] = None
+        G0, why_f = _choose_group_size(filt, budget, max_G, **kwargs)
+        say("G after filtering", G0, f"the same rule on the {filt.prompts} kept prompts: {why_f}")
     noise_info = None
     if noise is not None:
-        # the exact model's optimum; c3 < c1 (given by hand) contradicts the model, and
-        # optimal_group_size's warning becomes a note in the advice
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", theory.GroupSizeWarning)
-            g_real = noise.g_star
-            g_paper = float(theory.optimal_group_size(noise.c1, noise.c3, form="paper"))
-        feasible = [G for G in range(2, min(max_G, budget) + 1)]
-        mse = {G: float(theory.minibatch_gradient_mse(max(budget // G, 1), G, noise.c1,
-                                                      noise.c2, noise.c3)) for G in feasible}
-        g_int = min(mse, key=mse.get)
-        noise_info = {**asdict(noise), "form": "exact", "G_star": g_real,
-                      "G_star_paper_form": g_paper, "G_star_feasible": g_int}
-        G0 = g_int
-        why = (f"G* = 1 + sqrt(c3/c1) = {g_real:.2f} minimises the exact gradient MSE "
-               f"c1/B + c2/(BG) + c3/(BG(G-1)) at any fixed budget N = BG, where "
-               f"N*MSE = c1 G + c2 + c3/(G-1) (book ch. 02; the paper's c3/(BG^2) form, "
-               f"arXiv 2603.01162 Thm. 7, gives sqrt(c3/c1) = {g_paper:.2f}); the best "
-               f"integer in [2, {min(max_G, budget)}] at B = N // G is {g_int} (noise "
-               f"constants: {noise.source})")
-        if noise.c3 < noise.c1:
-            why += ("; WARNING: c3 < c1 contradicts the model, which implies c3 >= c1 + "
-                    "|grad J|^2: the constants are misspecified, not a small optimum")
-        why += "".join(f"; {n}" for n in noise.notes)
-        say("G", G0, why)
-    else:
-        G0 = ref_G
-        reasons = [f"start at {G0} (TRL's default num_generations, Dr. GRPO's recipe)"]
-        while True:
-            bigger = [G for G in Gs if G > G0]
-            zero_var = pool.zero_variance_fraction(G0)
-            if not bigger or zero_var <= MAX_ZERO_VARIANCE:
-                break
-            nxt = bigger[0]
-            if pool.zero_variance_fraction(nxt) > zero_var - 0.01:
-                reasons.append(f"{zero_var:.0%} of groups have zero variance at G = {G0}, but G = "
-                               f"{nxt} would not lower that by a percentage point: change the "
-                               "prompts, not G")
-                break
-            if theory.fixed_budget_prompts(budget, nxt) < MIN_PROMPTS:
-                reasons.append(f"{zero_var:.0%} of groups have zero variance at G = {G0}, but G = "
-                               f"{nxt} would leave fewer than {MIN_PROMPTS} prompts per step at "
-                               f"N = {budget}")
-                break
-            reasons.append(f"{zero_var:.0%} > {MAX_ZERO_VARIANCE:.0%} zero-variance at G = {G0}: "
-                           "double")
-            G0 = nxt
-        reasons.append(f"expected zero-variance fraction on {pool_name} at G = {G0}: "
-                       f"{pool.zero_variance_fraction(G0):.1%}; no gradient-noise constants were "
-                       "given, so G* cannot be computed (pass --noise c1,c2,c3)")
-        say("G", G0, "; ".join(reasons))
+            noise_info = {**asdict(noise), "form": "exact", "G_star": noise.g_star,
+                          "G_star_paper_form": float(theory.optimal_group_size(
+                              noise.c1, noise.c3, form="paper")),
+                          "G_star_feasible": _mse_argmin(noise, budget, max_G)}
     r0 = _row(pool, None, G0, budget, noise)
     say("prompts per step", r0["prompts_per_step"],
         f"budget N = {budget} completions / G = {G0}; expect "
-        f"{r0['informative_prompts_per_step']:.1f} informative prompts per step "
+        f"{r0['informative_prompts_per_step']:.1f} informative prompts per step on {pool_name} "
         f"({r0['completions_per_informative_group']:.1f} completions per informative group)")
 
     # -- 3. adaptive G and dynamic sampling ---------------------------------------------
@@ -1140,7 +1625,7 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
     rates = pool.point_rates()
     adaptive_gain = None
     if rates is not None and G0 >= 2:
-        Gj = adaptive_allocation(rates, G0, max_G=max_G)
+        Gj = adaptive_allocation(rates, G0, max_G=max(max_G, G0))
         fixed_q = float(np.sum(theory.informative_probability(rates, G0)))
         adapt_q = float(np.sum(theory.informative_probability(rates, Gj)))
         if fixed_q > 0:
@@ -1155,38 +1640,93 @@ def advise(d: Difficulty, *, budget: int = DEFAULT_BUDGET, max_G: int = DEFAULT_
                                  f"informative groups vs fixed G ({est} pass rates)"})
     if adaptive_gain is not None and adaptive_gain >= MIN_GAIN:
         say("adaptive G", "yes", f"spreading the same {G0} samples per prompt by pass rate "
-            f"(2 to {max_G}) adds {adaptive_gain:.0%} informative groups (greedy allocation, "
-            "cf. Knapsack RL, arXiv 2509.25849); TRL, verl and OpenRLHF use a fixed G")
+            f"(2 to {max_G}), so the same completions per step, adds {adaptive_gain:.0%} "
+            "informative groups (greedy allocation, cf. Knapsack RL, arXiv 2509.25849); TRL, "
+            "verl and OpenRLHF use a fixed G, so it needs a custom sampler")
     elif adaptive_gain is not None:
         say("adaptive G", "no", f"it adds only {adaptive_gain:.0%} informative groups at mean "
-            f"G = {G0} (threshold {MIN_GAIN:.0%}): not worth a custom sampler")
+            f"G = {G0} and the same completions per step (threshold {MIN_GAIN:.0%}): not worth "
+            "a custom sampler")
     else:
         say("adaptive G", "needs per-prompt pass rates", "it allocates samples prompt by prompt")
+    in_trl = ("in TRL, which has no dynamic sampling: filter the pool with a census "
+              "(--keep) and rerun the census as the model learns; zero-variance groups get "
+              "advantage 0 and only add tokens to the loss normaliser")
     if zero_var0 > DS_ZERO_VARIANCE and live0 > 0:
         say("dynamic sampling", "yes, capped",
-            f"{zero_var0:.0%} of groups keep zero variance at G = {G0}; refilling the batch costs "
-            f"{1 / live0:.2f}x the completions per step (G·B/q, q = {live0:.3f}); set a cap "
-            "(verl: max_num_gen_batches), since hard pools hit it (verl#953)")
+            f"{zero_var0:.0%} of groups keep zero variance at G = {G0}; refilling the batch "
+            f"costs {1 / live0:.2f}x the completions per step, more than N = {budget} "
+            f"(G·B/q, q = {live0:.3f}); verl: algorithm.filter_groups with a cap "
+            f"(max_num_gen_batches, verl#953); {in_trl}")
     elif live0 > 0:
         say("dynamic sampling", "optional",
             f"only {zero_var0:.0%} of groups have zero variance at G = {G0} (threshold "
-            f"{DS_ZERO_VARIANCE:.0%}); the batch shrinks little; its overhead would be "
-            f"{1 / live0:.2f}x")
+            f"{DS_ZERO_VARIANCE:.0%}); the batch shrinks little; refilling it would cost "
+            f"{1 / live0:.2f}x the N = {budget} completions per step; {in_trl}")
     else:
         say("dynamic sampling", "no", "no group is ever informative: it would never fill a batch")
 
     # -- 4. what to monitor -------------------------------------------------------------
     say("monitor", f"frac_reward_zero_std ≈ {zero_var0:.3f}",
-        f"the predicted zero-variance fraction at G = {G0}; if the observed value drifts away, "
-        "pass rates have moved: rerun grpolab advise on the TRL log (--num-generations "
-        f"{G0})")
-    say("monitor", "held-out accuracy, KL, completions per step",
+        f"the predicted zero-variance fraction at G = {G0} on {pool_name}; if the observed "
+        "value drifts away, pass rates have moved: rerun grpolab advise on the TRL log "
+        f"(--num-generations {G0})")
+    say("monitor", "held-out accuracy, completions per step (and KL when beta > 0)",
         "the task metric decides; the training loss is not a progress signal in GRPO "
-        "(advantages are centred per group)")
+        "(advantages are centred per group); TRL logs kl only when beta != 0")
+    try:
+        config = trl_config(G0, budget, processes=processes, per_device_batch=per_device_batch)
+    except AdviseError as exc:
+        config = {"error": str(exc)}
+    config["for"] = ("the G after filtering" if use_filter else "the G above")
+    split = None
+    if allocation_rules:
+        if rates is None or G0 < 2:
+            split = {"error": "--allocation needs per-prompt pass rates (a census or a CSV), "
+                              "not a log's single mean"}
+        else:
+            try:
+                split = allocation.allocation_by_bin(rates, G0, list(allocation_rules),
+                                                     max_G=max(max_G, G0))
+            except ValueError as exc:  # a pool too large for the exact Dr. GRPO split
+                split = {"error": str(exc).splitlines()[0]}
     return Advice(source=d.source, kind=d.kind, assumptions=list(d.assumptions), budget=budget,
                   max_G=max_G, prompts=d.prompts, mean_pass_rate=d.mean_pass_rate,
                   rows=_json_safe(rows), remedies=_json_safe(remedies), recommendation=rec,
-                  noise=noise_info)
+                  noise=noise_info, warnings=list(d.warnings),
+                  total_completions=total_completions, config=config,
+                  allocation=_json_safe(split) if split else None)
+
+
+def _py(value) -> str:
+    """A value as Python source (double-quoted strings, like TRL's docs)."""
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
+def _format_config(c: dict) -> list[str]:
+    """The TRL GRPOConfig block and its verl comments, as printed (a test instantiates
+    ``trl.GRPOConfig`` from these lines)."""
+    if "error" in c:
+        return [f"TRL config: none ({c['error']})"]
+    out = [f"TRL GRPOConfig for {c['for']}, G = {c['num_generations']}: "
+           f"{c['prompts_per_step']} prompts x G = {c['completions_per_step']} completions per "
+           f"optimizer step on {c['processes']} process(es), at most "
+           f"{c['per_device_batch_limit']} completions per device per pass (--processes, "
+           "--per-device-batch; defaults 1 and TRL's 8):",
+           "    from trl import GRPOConfig", "    config = GRPOConfig(",
+           '        output_dir="grpo-out",']
+    cells = [f"{f['field']}={_py(f['value'])}," for f in c["fields"]]
+    width = max(map(len, cells))
+    for cell, f in zip(cells, c["fields"], strict=True):
+        out.append(f"        {cell:<{width}}  # {f['reason']}")
+    out.append("    )")
+    out += [f"    # note: {n}" for n in c["notes"]]
+    out.append("    # zero-variance groups in TRL (it has no dynamic sampling): train on the "
+               "prompts --keep writes, rerun the census as pass rates move, and compare "
+               "frac_reward_zero_std with the monitor line")
+    out.append("    # verl equivalents (ppo_mini_batch_size counts prompts, not completions):")
+    out += [f"    #   {v['key']}={v['value']}  ({v['comment']})" for v in c["verl"]]
+    return out
 
 
 def format_advice(a: Advice) -> str:
@@ -1197,6 +1737,7 @@ def format_advice(a: Advice) -> str:
            + (f"{a.prompts} prompts, " if a.prompts else "")
            + f"mean pass rate {a.mean_pass_rate:.3f}), budget N = {a.budget} completions per step"]
     out += [f"  assumed: {s}" for s in a.assumptions]
+    out += [f"  WARNING: {s}" for s in a.warnings]
     filt = any(r.get("zero_variance_fraction_filtered") is not None for r in a.rows)
     head = ["G", "prompts/step", "P(zero var.)", "method", "informative/step", "compl./informative",
             "DS compl./step", "grad. var x"]
@@ -1234,7 +1775,35 @@ def format_advice(a: Advice) -> str:
                "baseline's inflation"
                + ("; grad. MSE = c1/B + c2/(BG) + c3/(BG(G-1)), the exact model" if a.noise
                   else "") + ". Derivations: book/capstone/01-choosing-g.md")
+    if a.allocation:
+        out.append("")
+        out += _format_allocation(a.allocation)
+    if a.config:
+        out.append("")
+        out += _format_config(a.config)
     return "\n".join(out)
+
+
+def _format_allocation(split: dict) -> list[str]:
+    """--allocation: the share of the step's completions each rule gives each pass-rate bin."""
+    if "error" in split:
+        return [f"per-prompt allocation: {split['error']}"]
+    rules = list(split["objectives"])
+    out = [f"per-prompt allocation at the same completions per step (mean G = "
+           f"{split['mean_G']}, 2 <= G_j <= {split['max_G']}): share of the completions by "
+           "pass-rate bin"]
+    head = ["pass rate", "prompts", "uniform"] + rules
+    lines = [[f"{b['low']:.2f}-{b['high']:.2f}", str(b["prompts"]), f"{b['uniform']:.1%}"]
+             + [f"{b[r]:.1%}" for r in rules] for b in split["bins"]]
+    widths = [max(len(h), *(len(c[i]) for c in lines)) for i, h in enumerate(head)]
+    out.append("  " + "  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
+    out += ["  " + "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))
+            for cells in lines]
+    for rule, o in split["objectives"].items():
+        out.append(f"  {rule} ({o['school']} school): {o['objective']}: "
+                   f"{o['rule']:.4g} against {o['uniform']:.4g} for uniform G")
+    out.append("  Derivations: book/theory/14-adaptive-allocation.md")
+    return out
 
 
 def _fmt(x, spec: str) -> str:

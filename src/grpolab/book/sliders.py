@@ -28,7 +28,7 @@ from importlib import resources
 
 import numpy as np
 
-from grpolab import theory
+from grpolab import allocation, theory
 
 __all__ = [
     "EXPLORERS",
@@ -886,3 +886,65 @@ EXPLORERS.update({e.key: e for e in [
                 f"{list(TEMPERATURE_LOGITS)} / T, the likeliest answer correct.",
     ),
 ]})
+
+
+# ----------------------------------------------------------------------------------------
+# book/theory/14-adaptive-allocation.md: each rule's per-prompt G on one pool
+# ----------------------------------------------------------------------------------------
+ALLOCATION_PROMPTS = 25
+ALLOCATION_MEANS = (0.1, 0.2, 0.3, 0.5, 0.7)
+ALLOCATION_MEAN_G = (4, 6, 8, 12, 16, 24, 32)
+ALLOCATION_MAX_G = 64
+ALLOCATION_LABELS = {
+    "informative": "informative groups",
+    "knapsack": "Knapsack RL's value",
+    "first-success": "first success",
+    "variance-dr-grpo": "Dr. GRPO variance",
+    "variance-rloo": "RLOO variance",
+}
+
+
+@functools.lru_cache(maxsize=16)
+def allocation_pool(mean: float) -> np.ndarray:
+    """The explorer's pool: 25 quantiles of Beta(mean, 1 − mean), U-shaped like a real
+    census (many prompts near 0 and 1), sorted by pass rate."""
+    from scipy import stats
+
+    q = (np.arange(ALLOCATION_PROMPTS) + 0.5) / ALLOCATION_PROMPTS
+    return np.clip(stats.beta.ppf(q, mean, 1.0 - mean), 0.001, 0.999)
+
+
+@functools.lru_cache(maxsize=64)
+def _allocations(mean: float, mean_G: int) -> dict[str, np.ndarray]:
+    pool = allocation_pool(mean)
+    return {rule: allocation.allocate(pool, int(mean_G), rule, max_G=ALLOCATION_MAX_G)
+            for rule in ALLOCATION_LABELS}
+
+
+def _allocation_curves(mean, mean_G):
+    G = _allocations(mean, mean_G)
+    return allocation_pool(mean), {ALLOCATION_LABELS[r]: G[r].astype(float) for r in G}
+
+
+def _allocation_readouts(mean, mean_G, p):
+    pool = allocation_pool(mean)
+    j = int(np.argmin(np.abs(pool - p)))
+    G = _allocations(mean, mean_G)
+    out = {"pass rate of the nearest prompt": float(pool[j])}
+    out.update({f"G, {ALLOCATION_LABELS[r]}": float(G[r][j]) for r in G})
+    return out
+
+
+EXPLORERS["allocation"] = Explorer(
+    key="allocation",
+    title="Per-prompt G: the variance school against the signal school",
+    xlabel="pass rate p of the prompt", ylabel="completions for this prompt (G_j)",
+    sliders=(Slider("mean", "mean pass rate of the pool", ALLOCATION_MEANS, 0.3),
+             Slider("mean_G", "mean G (the budget is 25 × mean G completions)",
+                    ALLOCATION_MEAN_G, 8),
+             Slider("p", "pass rate to read off (marker)", _grid(0.05, 0.95, 0.05), 0.1)),
+    curve_sliders=("mean", "mean_G"), marker="p", digits=3,
+    curves=_allocation_curves, readouts=_allocation_readouts,
+    caption="25 prompts at the quantiles of Beta(mean, 1 − mean); each rule's exact integer "
+            "allocation (grpolab.allocation.allocate), 2 ≤ G_j ≤ 64, at the same total.",
+)
