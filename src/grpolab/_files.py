@@ -406,25 +406,74 @@ def read_jsonl(path, what: str = "a log", *, remedy: str | None = None,
 # ------------------------------------------------------------------------------------------
 # CSV, NPY and line streams
 # ------------------------------------------------------------------------------------------
+#: A number written with a decimal comma (``0,5``, ``-1,25``): inside one cell only when
+#: quoted, and as two cells, ``0`` then ``5``, when not (then the row is wider than the
+#: header, and :func:`parse_csv` says which of the two it probably is).
+_DECIMAL_COMMA = re.compile(r"\s*[-+]?\d+,\d+\s*")
+
+
+def _decimal_comma_hint(row: list[str], width: int) -> str:
+    """" (a decimal comma ...?)" when a row wider than the header has an integer cell
+    followed by one that starts with a digit (how an unquoted 0,5 splits), else ""."""
+    cells = [c.strip() for c in row]
+    pairs = any(a.lstrip("+-").isdigit() and b[:1].isdigit()
+                for a, b in zip(cells, cells[1:], strict=False))
+    if len(row) <= width or not pairs:
+        return ""
+    semicolons = " and semicolons between cells" if any(";" in c for c in cells) else ""
+    return (f" (a decimal comma, as in 0,5{semicolons}? write numbers with a decimal point, "
+            "0.5, and commas between cells)")
+
+
 def parse_csv(text: str, path, what: str = "a CSV file", *,
-              remedy: str | None = None) -> list[list[str]]:
-    """The rows of CSV text (``csv`` module, excel dialect); a malformed file (a field over
-    csv's size limit, a stray NUL) is a CorruptFileError naming the line."""
+              remedy: str | None = None, rectangular: bool = True) -> list[list[str]]:
+    """The rows of CSV text (``csv`` module, excel dialect), refused with one
+    :class:`CorruptFileError` naming the line when
+
+    - the file is malformed (a field over csv's size limit, a stray NUL);
+    - ``rectangular`` and a row has another number of cells than the first (the header):
+      a reader pairing cells with the header's columns would shift them across columns and
+      read wrong numbers in silence. An unquoted decimal comma (``0,5``) makes such a row,
+      and the message says so;
+    - a cell is a number with a decimal comma (a quoted ``"0,5"``): ``float`` would refuse
+      it with a message that hides why, a lenient reader would take 0 or 5.
+
+    Blank rows (no cell, or only empty cells) are kept but not counted as ragged.
+    """
     path = os.fspath(path)
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
-        return list(reader)
+        rows = list(reader)
     except csv.Error as exc:
         raise CorruptFileError(path, f"line {reader.line_num} is not valid CSV ({exc}), so this "
                                f"is not {what}", remedy) from None
+    width = None
+    for n, row in enumerate(rows, 1):
+        if not any(c.strip() for c in row):
+            continue
+        for j, cell in enumerate(row, 1):
+            if _DECIMAL_COMMA.fullmatch(cell):
+                raise CorruptFileError(path, f"row {n}, column {j} is {cell.strip()!r}, a number "
+                                       "with a comma (a decimal comma, or a thousands "
+                                       "separator?); write numbers plainly, with a decimal "
+                                       "point (0.5, 1000)", remedy)
+        if width is None:
+            width = len(row)
+        elif rectangular and len(row) != width:
+            cells = f"{len(row)} cell" + "s" * (len(row) != 1)
+            raise CorruptFileError(path, f"row {n} has {cells} where the first row has "
+                                   f"{width}{_decimal_comma_hint(row, width)}; every row must "
+                                   f"have one cell per column, so this is not {what}", remedy)
+    return rows
 
 
 def read_csv(path, what: str = "a CSV file", *, remedy: str | None = None,
-             max_bytes: int = MAX_FILE_BYTES) -> list[list[str]]:
-    """The rows of a regular UTF-8 CSV file of at most ``max_bytes``."""
+             max_bytes: int = MAX_FILE_BYTES, rectangular: bool = True) -> list[list[str]]:
+    """The rows of a regular UTF-8 CSV file of at most ``max_bytes``, checked by
+    :func:`parse_csv` (ragged rows and decimal commas refused)."""
     path = os.fspath(path)
     return parse_csv(read_text(path, what, max_bytes=max_bytes, remedy=remedy), path, what,
-                     remedy=remedy)
+                     remedy=remedy, rectangular=rectangular)
 
 
 def read_npy(path, what: str = "an array", *, ndim: int | None = None,
