@@ -66,3 +66,46 @@ def test_parse_csv_names_the_row(tmp_path, text, needle):
     # the caller that wants ragged rows asks for them
     if "cell" in needle:
         assert _files.parse_csv(text, tmp_path / "x.csv", rectangular=False)
+
+
+# ---- no statistic is written as a non-finite number -----------------------------------
+def test_a_straight_line_has_no_curvature_and_no_infinite_vertex():
+    """A metric exactly linear in log₂ G fits a quadratic whose x² coefficient is float
+    residue (≈ −4e−17 for every seed): its vertex 2^(−b/2a) was Infinity in
+    compute_axis.json, and the t test of the residue called the line concave (p < 0.001)."""
+    import json
+
+    import numpy as np
+
+    from grpolab.labs import stats
+
+    line = {G: {s: 0.3 + 0.01 * s + 0.05 * np.log2(G) for s in range(3)} for G in (2, 4, 8, 16)}
+    got = stats.curvature_in_log2_G(line)
+    assert got["per_seed"] == [0.0, 0.0, 0.0] and got["vertex_G"] == [None, None, None]
+    assert not got["concave"] and not got["convex"]
+    json.dumps(got, allow_nan=False)  # writable as standard JSON
+    # a real curvature is still measured: a peak at G = 4 in every seed
+    peak = {G: {s: 0.5 - 0.02 * (np.log2(G) - 2) ** 2 + 0.001 * s for s in range(3)}
+            for G in (2, 4, 8, 16)}
+    got = stats.curvature_in_log2_G(peak)
+    assert got["concave"] and all(abs(v - 4) < 1e-9 for v in got["vertex_G"])
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
+def test_json_writer_refuses_non_finite_numbers_naming_the_field(tmp_path, bad):
+    import numpy as np
+
+    from grpolab.grpo.records import write_json_atomic
+
+    path = tmp_path / "compute_axis.json"
+    path.write_text('{"old": 1}\n')
+    doc = {"regimes": {"mixed": {"curvature_final": {"vertex_G": [2.0, np.float64(bad)]}}}}
+    with pytest.raises(_files.NonFiniteNumberError) as info:
+        write_json_atomic(path, doc)
+    msg = str(info.value)
+    assert len(msg.splitlines()) == 1 and str(path) in msg
+    assert "regimes.mixed.curvature_final.vertex_G[1]" in msg
+    assert path.read_text() == '{"old": 1}\n'  # the old file is left as it was
+    assert [p.name for p in tmp_path.iterdir()] == ["compute_axis.json"]  # no temporary file
+    write_json_atomic(path, {"ok": [1.0, None]})  # finite numbers are written
+    assert path.read_text() == '{\n "ok": [\n  1.0,\n  null\n ]\n}'

@@ -59,10 +59,12 @@ __all__ = [
     "EnvironmentSettingError",
     "Field",
     "JSONSyntaxError",
+    "NonFiniteNumberError",
     "check",
     "check_environment",
     "env_folder",
     "folder_problem",
+    "json_text",
     "parse_csv",
     "parse_json",
     "parse_jsonl",
@@ -371,6 +373,45 @@ def read_json(path, what: str = "a JSON file", *, expect: type | None = dict,
     text = read_text(path, what, max_bytes=max_bytes, remedy=remedy)
     return parse_json(text, path, what, expect=expect, keys=keys, schema=schema, remedy=remedy,
                       max_depth=max_depth)
+
+
+class NonFiniteNumberError(ValueError):
+    """A document to be written holds NaN or ±Infinity: JSON has no such numbers (Python's
+    ``json`` would write the non-standard ``NaN``/``Infinity``, which grpolab's own readers,
+    browsers and ``jq`` refuse). The message names the file and the field."""
+
+
+def _first_non_finite(root) -> str | None:
+    """The location (``regimes.mixed.vertex_G[1]``) of the first NaN/±inf in a value of
+    dicts, lists, tuples and numbers, or None; iterative, so as deep as the document."""
+    stack = [(root, None)]
+    while stack:
+        value, trail = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((v, (trail, str(k))) for k, v in reversed(list(value.items())))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, (trail, i)) for i, v in reversed(list(enumerate(value))))
+        elif isinstance(value, float) and not math.isfinite(value):
+            return f"{_where(trail)} is {value!r}"
+        elif isinstance(value, np.floating) and not np.isfinite(value):
+            return f"{_where(trail)} is {float(value)!r}"
+    return None
+
+
+def json_text(obj, path, *, indent: int | None = 1, sort_keys: bool = False) -> str:
+    """``obj`` as standard JSON text for the file ``path``; a NaN or ±Infinity anywhere is
+    refused with one :class:`NonFiniteNumberError` naming ``path`` and the field, before a
+    byte is written (``allow_nan=False``: a statistic that is no number is written as
+    ``null`` with the reason beside it, never as ``Infinity``)."""
+    try:
+        return json.dumps(obj, indent=indent, sort_keys=sort_keys, allow_nan=False)
+    except ValueError as exc:
+        where = _first_non_finite(obj)
+        if where is None:
+            raise
+        raise NonFiniteNumberError(f"{os.fspath(path)} not written: {where}, not a finite "
+                                   "number; JSON has no NaN or Infinity (a grpolab bug: "
+                                   "please report it)") from exc
 
 
 def parse_jsonl(text: str, path, what: str = "a log", *, remedy: str | None = None,
