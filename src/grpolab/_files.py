@@ -600,7 +600,9 @@ class Field:
     bound numbers, and the length of strings, lists and maps through ``max_items``;
     ``choices`` lists the values a field may take; ``required=False`` lets an object omit it;
     ``nullable=True`` also accepts ``null``; ``extra_keys=True`` lets an ``"object"`` hold
-    keys besides its ``fields`` (a run summary carries many; only the named are checked).
+    keys besides its ``fields`` (a run summary carries many; only the named are checked);
+    ``keys=(lo, hi)`` makes every key of a ``"map"`` a decimal integer in [lo, hi] (a map
+    keyed by G, as JSON writes ``{2: ...}``: ``{"2": ...}``).
     """
 
     kind: str
@@ -613,6 +615,7 @@ class Field:
     max_items: int | None = None
     nullable: bool = False
     extra_keys: bool = False
+    keys: tuple[int, int] | None = None
 
     def __post_init__(self):
         if self.kind not in ("int", "real", "str", "bool", "list", "object", "map"):
@@ -669,9 +672,19 @@ def check(value, spec: Field, path, *, remedy: str | None = None, _trail=None) -
     if spec.kind == "list" and spec.items is not None:
         for i, item in enumerate(value):
             check(item, spec.items, path, remedy=remedy, _trail=(_trail, i))
-    elif spec.kind == "map" and spec.items is not None:
-        for key, item in value.items():
-            check(item, spec.items, path, remedy=remedy, _trail=(_trail, key))
+    elif spec.kind == "map":
+        if spec.keys is not None:
+            lo, hi = spec.keys
+            for key in value:
+                text = key.strip()
+                digits = text[1:] if text[:1] in "+-" else text
+                if not (digits.isascii() and digits.isdigit() and len(digits) <= 20
+                        and lo <= int(text) <= hi):
+                    fail(f"{_where(_trail)} has the key {_show(key)}; its keys must be "
+                         f"integers in [{lo}, {hi}]")
+        if spec.items is not None:
+            for key, item in value.items():
+                check(item, spec.items, path, remedy=remedy, _trail=(_trail, key))
     elif spec.kind == "object" and spec.fields is not None:
         known = spec.fields
         for key in () if spec.extra_keys else value:
