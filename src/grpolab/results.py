@@ -30,7 +30,8 @@ import os
 
 from grpolab._files import Field, check, read_json
 
-__all__ = ["COMPUTE_AXIS", "GRADIENT_NOISE", "MAX_G", "SWEEP_SUMMARY", "read_compute_axis",
+__all__ = ["COMPUTE_AXIS", "GRADIENT_NOISE", "KINDS", "MAX_G", "SWEEP_SUMMARY",
+           "read_compute_axis",
            "read_gradient_noise", "read_results", "read_sweep_summary"]
 
 #: The largest G a results file may hold: the largest ``num_generations`` GRPOConfig
@@ -156,6 +157,8 @@ _FILES = {
     "compute_axis.json": ("a compute-axis record written by 'grpolab lab sweep'",
                           ("preset", "regimes"), COMPUTE_AXIS),
 }
+#: The file names that have a schema here.
+KINDS = tuple(_FILES)
 
 
 def read_results(path: str | os.PathLike, name: str | None = None):
