@@ -116,6 +116,11 @@ def test_two_builds_into_one_folder_are_refused_and_a_failure_keeps_the_previous
     assert first.returncode == 0, stderr
     index = out / "_build" / "html" / "index.html"
     assert "measured value 111" in _page(index)
+    # a build killed (-9) while the execution cache was moved into the staging folder
+    cache = out / "_build" / ".jupyter_cache"
+    staged = out / "_build" / gbook.STAGING / "_build" / ".jupyter_cache"
+    staged.parent.mkdir(parents=True)
+    os.replace(cache, staged)
     # a failing cell: one line naming the page and the exception; the previous build stays
     (book / "intro.md").write_text(PAGE.replace("KEY", '"valeur"'))
     failed = _cli(book, out)
@@ -124,6 +129,7 @@ def test_two_builds_into_one_folder_are_refused_and_a_failure_keeps_the_previous
               str(out.resolve() / "_build" / "book-build.log"))
     assert "measured value 111" in _page(index)
     assert not (out / "_build" / gbook.STAGING).exists()
+    assert (cache / "global.db").is_file()  # the cache came back from the staging folder
 
 
 # ------------------------------------------------------------- checks at the door (fast)
