@@ -1165,6 +1165,30 @@ def _log_all_fail(n: int, c: int, k: int) -> float:
     return total + float(tail)
 
 
+#: Most terms (rows × longest product) summed in one array by :func:`_log_all_fail_many`.
+_BATCH_TERMS = 2**22
+
+
+def _log_all_fail_many(triples: np.ndarray) -> np.ndarray:
+    """:func:`_log_all_fail` of each row (n, c, k) of ``triples``: the short products (a
+    pass@k table of 64 samples, say) in one masked array, the long ones one by one."""
+    n, c, k = (triples[:, i] for i in range(3))
+    m, a = np.minimum(c, k), np.maximum(c, k)
+    out = np.empty(len(triples))
+    short = m <= 1024
+    if short.any() and short.sum() * int(m[short].max()) <= _BATCH_TERMS:
+        j = np.arange(int(m[short].max()))
+        y = n[short, None].astype(float) - j[None, :]  # exact: integers below 2**53
+        used = j[None, :] < m[short, None]
+        terms = np.log1p(-a[short, None] / np.where(used, y, np.inf))  # unused terms: 0
+        out[short] = terms.sum(axis=1)
+    else:
+        short[:] = False
+    for i in np.flatnonzero(~short):
+        out[i] = _log_all_fail(int(n[i]), int(c[i]), int(k[i]))
+    return out
+
+
 def pass_at_k(n, c, k):
     """Unbiased estimate of pass@k from c correct answers among n samples of one prompt.
 
@@ -1197,8 +1221,7 @@ def pass_at_k(n, c, k):
     if inner.any():  # each distinct (n, c, k) once: a prompt set shares a few counts
         triples = np.stack([n[inner], c[inner], k[inner]], axis=-1)
         unique, back = np.unique(triples, axis=0, return_inverse=True)
-        logs = np.array([_log_all_fail(int(a), int(b), int(d)) for a, b, d in unique])
-        log_ratio[inner] = logs[back.reshape(-1)]
+        log_ratio[inner] = _log_all_fail_many(unique)[back.reshape(-1)]
     est = -np.expm1(log_ratio)
     est = np.where(k == 1, c / n, est)
     est = np.where(c == 0, 0.0, np.where(n - c < k, 1.0, est))
