@@ -180,8 +180,15 @@ def _linked_folder(planted):
     return path, "is a symbolic link to /etc, outside the book"
 
 
+def _toc_out_of_the_book(planted):
+    path = planted["book"] / "_toc.yml"
+    up = "../" * len(planted["book"].resolve().parts) + "etc/passwd"  # up to / and down
+    path.write_text(f"format: jb-book\nroot: intro\nchapters:\n- file: {up}\n")
+    return path, f"file: {up} resolves to /etc/passwd, outside the book"
+
+
 DOOR = [_garbage_summary, _truncated_results, _infinite_results, _toc_yaml, _config_yaml,
-        _front_matter, _linked_page, _linked_folder]
+        _front_matter, _linked_page, _linked_folder, _toc_out_of_the_book]
 
 
 @pytest.mark.parametrize("plant", DOOR, ids=[d.__name__.strip("_") for d in DOOR])

@@ -272,7 +272,8 @@ def build_book(book_dir: str | os.PathLike | None = None,
        writer: a second build into the same folder is refused at once, in one line.
     2. Checks at the door, in well under a second, each a one-line :class:`BookBuildError`:
        no file or folder of the book is a symbolic link that resolves outside it (a page
-       linked to a system file would be built into the HTML and the search index); the
+       linked to a system file would be built into the HTML and the search index), and
+       ``_toc.yml`` lists no page outside it; the
        book's YAML (``_config.yml``, ``_toc.yml``, each page's front matter) parses; every
        committed results file the pages read (:func:`results_dir`) is valid JSON, and the
        sweep's files pass their typed schema (:mod:`grpolab.results`).
@@ -482,6 +483,27 @@ def _check_links_stay_inside(book: Path) -> None:
                                  "replace the link with a copy, or remove it")
 
 
+def _check_toc_stays_inside(doc, toc: Path, book: Path) -> None:
+    """Every ``root``/``file``/``glob`` of the table of contents names a page inside the
+    book (``file: ../../etc/passwd`` would build a system file into the HTML)."""
+    inside = book.resolve()
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("root", "file", "glob") and isinstance(value, str):
+                    target = Path(os.path.realpath(inside / value))
+                    if target != inside and inside not in target.parents:
+                        raise BookBuildError(f"{toc}: {key}: {value} resolves to {target}, "
+                                             f"outside the book ({book}); list only pages "
+                                             "inside the book")
+                else:
+                    stack.append(value)
+
+
 def _yaml_problem(exc) -> str:
     mark = getattr(exc, "problem_mark", None)
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
@@ -502,9 +524,11 @@ def _check_yaml(book: Path) -> None:
         if not path.is_file():
             continue
         try:
-            yaml.safe_load(read_text(path, f"the book's {name}", remedy=""))
+            doc = yaml.safe_load(read_text(path, f"the book's {name}", remedy=""))
         except yaml.YAMLError as exc:
             raise BookBuildError(f"{path}: not valid YAML ({_yaml_problem(exc)})") from None
+        if name == "_toc.yml":
+            _check_toc_stays_inside(doc, path, book)
     for path, is_dir in _walk_book(book):
         if is_dir or path.suffix != ".md":
             continue
