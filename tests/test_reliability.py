@@ -522,7 +522,7 @@ def test_lab_plot_on_a_damaged_or_foreign_summary(sweep, capsys):
     summary = sweep / "summary.json"
     for text, fragment in (("{", "truncated"), ('{"hello": 1}', "is not a sweep summary"),
                            (json.dumps({"preset": "x", "runs": [{"G": 2}], "regimes": {}}),
-                            "a run lacks")):
+                            "runs[0] lacks the field 'regime'")):
         summary.write_text(text)
         assert main(["lab", "plot", "--out", str(sweep)]) == 2
         err = capsys.readouterr().err
@@ -1206,7 +1206,7 @@ def test_lab_plot_refuses_wrong_types_and_curves_that_are_not_a_file(sweep, caps
     summary.write_text(json.dumps(doc))
     assert main(["lab", "plot", "--out", str(sweep)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "runs[0]: field G must be an integer" in err, err
+    assert err.count("\n") == 1 and "field runs[0].G must be an integer" in err, err
     doc["runs"][0]["G"] = 2
     summary.write_text(json.dumps(doc))
     (sweep / "curves.csv").unlink()

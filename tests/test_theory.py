@@ -604,3 +604,69 @@ def test_clip_ceiling():
     assert T.clip_ratio_ceiling(0.01, 0.2) == pytest.approx(0.012)
     assert T.clip_ratio_ceiling(0.01, 0.28) == pytest.approx(0.0128)
     assert T.clip_ratio_ceiling(0.9, 0.28) == 1.0
+
+
+# ---- exact numerics at the edges, against mpmath (issue 36, class 4) ------------------
+def _mp_pass_at_k(n: int, c: int, k: int):
+    """pass@k in 80-digit arithmetic: log-gammas of 10¹⁵ keep 60 digits after the point."""
+    import mpmath
+
+    with mpmath.workdps(80):
+        if c == 0:
+            return mpmath.mpf(0)
+        if n - c < k:
+            return mpmath.mpf(1)
+        log_ratio = (mpmath.loggamma(n - c + 1) - mpmath.loggamma(n - c - k + 1)
+                     - mpmath.loggamma(n + 1) + mpmath.loggamma(n - k + 1))
+        return -mpmath.expm1(log_ratio)
+
+
+def test_pass_at_k_keeps_float_precision_for_large_n():
+    # the cases the round-4 probe found: one success among 10⁹ and 10¹⁵ samples
+    assert T.pass_at_k(10**9, 1, 1000) == pytest.approx(1e-6, rel=1e-14, abs=0)
+    assert T.pass_at_k(10**15, 1, 2) == pytest.approx(2e-15, rel=1e-14, abs=0)
+    # the old log-gamma (betaln) form misses both by far more than this test allows: the
+    # tolerance can fail
+    old = -np.expm1(T._log_comb(10**15 - 1, 2) - T._log_comb(10**15, 2))
+    assert not old == pytest.approx(2e-15, rel=1e-6, abs=0)
+    # long products (min(c, k) > 2¹⁶ takes the Euler–Maclaurin tail)
+    for n, c, k in [(10**15, 10**7, 10**6), (10**15, 3 * 10**7, 3 * 10**7),
+                    (10**12, 10**5, 10**6), (200_000, 100, 70_000)]:
+        assert T.pass_at_k(n, c, k) == pytest.approx(float(_mp_pass_at_k(n, c, k)), rel=1e-13)
+
+
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(1, 10**15), c_frac=st.floats(0, 1), k_frac=st.floats(0, 1),
+       small=st.integers(0, 40), which=st.integers(0, 3))
+def test_pass_at_k_agrees_with_mpmath_over_its_domain(n, c_frac, k_frac, small, which):
+    """Random (n, c, k) over the whole domain n ≤ 10¹⁵, with c or k often tiny (the cases
+    where pass@k is tiny and a log-gamma difference loses every digit)."""
+    c = min(n, small) if which == 0 else int(c_frac * n)
+    k = max(1, min(n, small if which == 1 else int(k_frac * n)))
+    if which == 2:
+        c, k = min(n, small), max(1, min(n, int(k_frac * min(n, 10**7))))
+    got = T.pass_at_k(n, c, k)
+    want = _mp_pass_at_k(n, c, k)
+    assert abs(got - want) <= 1e-13 * want + 1e-300, (n, c, k, got, float(want))
+
+
+@settings(max_examples=300, deadline=None)
+@given(x=st.floats(-1e-3, 1e-3) | st.floats(-700, 700) | st.floats(-1e-12, 1e-12))
+def test_kl_k3_agrees_with_mpmath_near_zero_and_far(x):
+    """k3 = e^x − 1 − x: expm1(x) − x cancels near 0 (≈ x²/2 from two numbers ≈ x); the
+    series keeps float precision there."""
+    import mpmath
+
+    # digits enough that the difference of two numbers ≈ x keeps 40 of its own (≈ x²/2)
+    digits = 40 + (int(-2 * math.log10(abs(x))) if 0 < abs(x) < 1 else 0)
+    with mpmath.workdps(digits):
+        want = mpmath.expm1(mpmath.mpf(x)) - mpmath.mpf(x)
+    got = T.kl_k3(x)
+    assert abs(got - want) <= 4e-16 * want + 1e-300, (x, got, float(want))
+
+
+def test_kl_k3_near_zero_is_exact_where_the_plain_difference_is_not():
+    x = 1e-9
+    assert T.kl_k3(x) == pytest.approx(x * x / 2 + x**3 / 6, rel=1e-15, abs=0)
+    plain = np.expm1(x) - x  # the old form: wrong from the 7th digit (the test can fail)
+    assert not plain == pytest.approx(x * x / 2 + x**3 / 6, rel=1e-10, abs=0)

@@ -59,10 +59,12 @@ __all__ = [
     "EnvironmentSettingError",
     "Field",
     "JSONSyntaxError",
+    "NonFiniteNumberError",
     "check",
     "check_environment",
     "env_folder",
     "folder_problem",
+    "json_text",
     "parse_csv",
     "parse_json",
     "parse_jsonl",
@@ -373,6 +375,45 @@ def read_json(path, what: str = "a JSON file", *, expect: type | None = dict,
                       max_depth=max_depth)
 
 
+class NonFiniteNumberError(ValueError):
+    """A document to be written holds NaN or ±Infinity: JSON has no such numbers (Python's
+    ``json`` would write the non-standard ``NaN``/``Infinity``, which grpolab's own readers,
+    browsers and ``jq`` refuse). The message names the file and the field."""
+
+
+def _first_non_finite(root) -> str | None:
+    """The location (``regimes.mixed.vertex_G[1]``) of the first NaN/±inf in a value of
+    dicts, lists, tuples and numbers, or None; iterative, so as deep as the document."""
+    stack = [(root, None)]
+    while stack:
+        value, trail = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((v, (trail, str(k))) for k, v in reversed(list(value.items())))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, (trail, i)) for i, v in reversed(list(enumerate(value))))
+        elif isinstance(value, float) and not math.isfinite(value):
+            return f"{_where(trail)} is {value!r}"
+        elif isinstance(value, np.floating) and not np.isfinite(value):
+            return f"{_where(trail)} is {float(value)!r}"
+    return None
+
+
+def json_text(obj, path, *, indent: int | None = 1, sort_keys: bool = False) -> str:
+    """``obj`` as standard JSON text for the file ``path``; a NaN or ±Infinity anywhere is
+    refused with one :class:`NonFiniteNumberError` naming ``path`` and the field, before a
+    byte is written (``allow_nan=False``: a statistic that is no number is written as
+    ``null`` with the reason beside it, never as ``Infinity``)."""
+    try:
+        return json.dumps(obj, indent=indent, sort_keys=sort_keys, allow_nan=False)
+    except ValueError as exc:
+        where = _first_non_finite(obj)
+        if where is None:
+            raise
+        raise NonFiniteNumberError(f"{os.fspath(path)} not written: {where}, not a finite "
+                                   "number; JSON has no NaN or Infinity (a grpolab bug: "
+                                   "please report it)") from exc
+
+
 def parse_jsonl(text: str, path, what: str = "a log", *, remedy: str | None = None,
                 max_depth: int = MAX_DEPTH, allow_empty: bool = False) -> list[dict]:
     """Every record of JSON-lines text: one object per line (blank lines skipped)."""
@@ -406,25 +447,74 @@ def read_jsonl(path, what: str = "a log", *, remedy: str | None = None,
 # ------------------------------------------------------------------------------------------
 # CSV, NPY and line streams
 # ------------------------------------------------------------------------------------------
+#: A number written with a decimal comma (``0,5``, ``-1,25``): inside one cell only when
+#: quoted, and as two cells, ``0`` then ``5``, when not (then the row is wider than the
+#: header, and :func:`parse_csv` says which of the two it probably is).
+_DECIMAL_COMMA = re.compile(r"\s*[-+]?\d+,\d+\s*")
+
+
+def _decimal_comma_hint(row: list[str], width: int) -> str:
+    """" (a decimal comma ...?)" when a row wider than the header has an integer cell
+    followed by one that starts with a digit (how an unquoted 0,5 splits), else ""."""
+    cells = [c.strip() for c in row]
+    pairs = any(a.lstrip("+-").isdigit() and b[:1].isdigit()
+                for a, b in zip(cells, cells[1:], strict=False))
+    if len(row) <= width or not pairs:
+        return ""
+    semicolons = " and semicolons between cells" if any(";" in c for c in cells) else ""
+    return (f" (a decimal comma, as in 0,5{semicolons}? write numbers with a decimal point, "
+            "0.5, and commas between cells)")
+
+
 def parse_csv(text: str, path, what: str = "a CSV file", *,
-              remedy: str | None = None) -> list[list[str]]:
-    """The rows of CSV text (``csv`` module, excel dialect); a malformed file (a field over
-    csv's size limit, a stray NUL) is a CorruptFileError naming the line."""
+              remedy: str | None = None, rectangular: bool = True) -> list[list[str]]:
+    """The rows of CSV text (``csv`` module, excel dialect), refused with one
+    :class:`CorruptFileError` naming the line when
+
+    - the file is malformed (a field over csv's size limit, a stray NUL);
+    - ``rectangular`` and a row has another number of cells than the first (the header):
+      a reader pairing cells with the header's columns would shift them across columns and
+      read wrong numbers in silence. An unquoted decimal comma (``0,5``) makes such a row,
+      and the message says so;
+    - a cell is a number with a decimal comma (a quoted ``"0,5"``): ``float`` would refuse
+      it with a message that hides why, a lenient reader would take 0 or 5.
+
+    Blank rows (no cell, or only empty cells) are kept but not counted as ragged.
+    """
     path = os.fspath(path)
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
-        return list(reader)
+        rows = list(reader)
     except csv.Error as exc:
         raise CorruptFileError(path, f"line {reader.line_num} is not valid CSV ({exc}), so this "
                                f"is not {what}", remedy) from None
+    width = None
+    for n, row in enumerate(rows, 1):
+        if not any(c.strip() for c in row):
+            continue
+        for j, cell in enumerate(row, 1):
+            if _DECIMAL_COMMA.fullmatch(cell):
+                raise CorruptFileError(path, f"row {n}, column {j} is {cell.strip()!r}, a number "
+                                       "with a comma (a decimal comma, or a thousands "
+                                       "separator?); write numbers plainly, with a decimal "
+                                       "point (0.5, 1000)", remedy)
+        if width is None:
+            width = len(row)
+        elif rectangular and len(row) != width:
+            cells = f"{len(row)} cell" + "s" * (len(row) != 1)
+            raise CorruptFileError(path, f"row {n} has {cells} where the first row has "
+                                   f"{width}{_decimal_comma_hint(row, width)}; every row must "
+                                   f"have one cell per column, so this is not {what}", remedy)
+    return rows
 
 
 def read_csv(path, what: str = "a CSV file", *, remedy: str | None = None,
-             max_bytes: int = MAX_FILE_BYTES) -> list[list[str]]:
-    """The rows of a regular UTF-8 CSV file of at most ``max_bytes``."""
+             max_bytes: int = MAX_FILE_BYTES, rectangular: bool = True) -> list[list[str]]:
+    """The rows of a regular UTF-8 CSV file of at most ``max_bytes``, checked by
+    :func:`parse_csv` (ragged rows and decimal commas refused)."""
     path = os.fspath(path)
     return parse_csv(read_text(path, what, max_bytes=max_bytes, remedy=remedy), path, what,
-                     remedy=remedy)
+                     remedy=remedy, rectangular=rectangular)
 
 
 def read_npy(path, what: str = "an array", *, ndim: int | None = None,
@@ -510,7 +600,9 @@ class Field:
     bound numbers, and the length of strings, lists and maps through ``max_items``;
     ``choices`` lists the values a field may take; ``required=False`` lets an object omit it;
     ``nullable=True`` also accepts ``null``; ``extra_keys=True`` lets an ``"object"`` hold
-    keys besides its ``fields`` (a run summary carries many; only the named are checked).
+    keys besides its ``fields`` (a run summary carries many; only the named are checked);
+    ``keys=(lo, hi)`` makes every key of a ``"map"`` a decimal integer in [lo, hi] (a map
+    keyed by G, as JSON writes ``{2: ...}``: ``{"2": ...}``).
     """
 
     kind: str
@@ -523,6 +615,7 @@ class Field:
     max_items: int | None = None
     nullable: bool = False
     extra_keys: bool = False
+    keys: tuple[int, int] | None = None
 
     def __post_init__(self):
         if self.kind not in ("int", "real", "str", "bool", "list", "object", "map"):
@@ -579,9 +672,19 @@ def check(value, spec: Field, path, *, remedy: str | None = None, _trail=None) -
     if spec.kind == "list" and spec.items is not None:
         for i, item in enumerate(value):
             check(item, spec.items, path, remedy=remedy, _trail=(_trail, i))
-    elif spec.kind == "map" and spec.items is not None:
-        for key, item in value.items():
-            check(item, spec.items, path, remedy=remedy, _trail=(_trail, key))
+    elif spec.kind == "map":
+        if spec.keys is not None:
+            lo, hi = spec.keys
+            for key in value:
+                text = key.strip()
+                digits = text[1:] if text[:1] in "+-" else text
+                if not (digits.isascii() and digits.isdigit() and len(digits) <= 20
+                        and lo <= int(text) <= hi):
+                    fail(f"{_where(_trail)} has the key {_show(key)}; its keys must be "
+                         f"integers in [{lo}, {hi}]")
+        if spec.items is not None:
+            for key, item in value.items():
+                check(item, spec.items, path, remedy=remedy, _trail=(_trail, key))
     elif spec.kind == "object" and spec.fields is not None:
         known = spec.fields
         for key in () if spec.extra_keys else value:

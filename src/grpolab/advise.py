@@ -713,9 +713,10 @@ def _from_json(doc, source: str, num_generations: int | None,
 
 def _split_csv(text: str) -> list[list[str]] | None:
     """The columns of a plain CSV (no quotes, every row as wide as the first), first row
-    included, split in a few C-level passes; None for anything else (then the ``csv``
-    module reads it). A census of 10⁶ prompts splits in a fraction of a second, where
-    ``csv.reader`` plus a dict per row took seconds."""
+    included, split in a few C-level passes; None for anything else (then
+    :func:`grpolab._files.parse_csv` reads it, and refuses ragged rows and decimal commas
+    with a line that says so). A census of 10⁶ prompts splits in a fraction of a second,
+    where ``csv.reader`` plus a dict per row took seconds."""
     if '"' in text or "\0" in text:
         return None
     lines = [ln for ln in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
@@ -724,12 +725,26 @@ def _split_csv(text: str) -> list[list[str]] | None:
         return []
     width = lines[0].count(",") + 1
     cells = ",".join(lines).split(",")
-    if len(cells) != width * len(lines):  # ragged rows
+    if len(cells) != width * len(lines):  # ragged rows: parse_csv names the first one
         return None
     return [cells[j::width] for j in range(width)]
 
 
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
 def _from_csv(text: str, path: Path, source: str) -> Difficulty:
+    """A difficulty model from CSV text: one pass rate per line, or a table with a header.
+
+    Every row must be as wide as the first (a ragged row would shift cells across
+    columns), and a decimal comma is refused, not split into two cells: ``0,5`` in a
+    one-column file would otherwise read as a table with columns "0" and "5", or as a pass
+    rate of 0 (every prompt "never solved")."""
     columns = _split_csv(text)
     if columns is None:
         try:
@@ -737,24 +752,20 @@ def _from_csv(text: str, path: Path, source: str) -> Difficulty:
         except CorruptFileError as exc:
             raise AdviseError(str(exc)) from None
         rows = [r for r in rows if any(c.strip() for c in r)]
-        if rows and any(len(r) != len(rows[0]) for r in rows):  # ragged: a dict per row
-            header = [h.strip() for h in rows[0]]
-            records = [dict(zip(header, (c.strip() for c in r), strict=False)) for r in rows[1:]]
-            if not records:
-                raise AdviseError(f"{source}: a header but no data rows")
-            return _from_columns(lambda key: [r.get(key) for r in records], set(header),
-                                 source)
         columns = [list(c) for c in zip(*rows, strict=True)]
     if not columns or not columns[0]:
         raise AdviseError(f"{source}: empty file")
     first = [c[0].strip() for c in columns]
     if len(columns) == 1:  # one column: pass rates, with or without a header
-        try:
-            float(first[0])
-        except ValueError:
-            pass
-        else:
+        if _is_number(first[0]):
             return _from_rates(list(map(str.strip, columns[0])), source)
+    elif all(_is_number(h) for h in first):
+        integers = all(h.lstrip("+-").isdigit() for h in first)
+        hint = (" (a decimal comma, as in 0,5? write numbers with a decimal point: 0.5)"
+                if integers and len(first) == 2 else "")
+        raise AdviseError(f"{source}: the first row is numbers ({', '.join(first[:4])}), not "
+                          f"a header{hint}; a table needs a header row such as "
+                          f"{RATE_KEYS[0]}, or {SUCCESS_KEYS[0]},{TRIAL_KEYS[0]}")
     if len(columns[0]) < 2:
         raise AdviseError(f"{source}: a header but no data rows")
     table = {h: c for h, c in zip(first, columns, strict=True)}

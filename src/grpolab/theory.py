@@ -1115,6 +1115,80 @@ def _log_comb(N: np.ndarray, K: np.ndarray) -> np.ndarray:
     return np.where(K > N, -np.inf, out)
 
 
+#: Terms summed one by one in :func:`_log_all_fail`; past them, the sum's smooth tail is
+#: integrated (Euler–Maclaurin), where every correction is below 1e-17.
+_EXACT_TERMS = 2**16
+#: Gauss–Legendre nodes and weights on [−1, 1] for the tail integral (30 points per piece).
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(30)
+
+
+def _log_all_fail(n: int, c: int, k: int) -> float:
+    """log C(n − c, k)/C(n, k) for one (n, c, k) with n − c ≥ k ≥ 1, c ≥ 1, to float precision.
+
+    The ratio is a product of ratios, C(n − c, k)/C(n, k) = Π_{j<m} (1 − a/(n − j)) with
+    m = min(c, k) and a = max(c, k) (C(n − c, k)/C(n, k) = C(n − k, c)/C(n, c) lets the
+    shorter product be taken), so its log is Σ_{j<m} log1p(−a/(n − j)): terms of one sign,
+    each exact to a rounding, and no difference of huge log-gammas (log Γ(10¹⁵) ≈ 3·10¹⁶
+    keeps no digit of a log-ratio of 10⁻¹²). The :data:`_EXACT_TERMS` terms nearest the
+    pole y = a are summed; the rest, g(y) = log1p(−a/y) over the integers y with
+    y − a ≥ 2¹⁶, by Euler–Maclaurin: ∫ g + (g(lo) + g(hi))/2 + (g′(hi) − g′(lo))/12 −
+    (g‴(hi) − g‴(lo))/720 (the next term is below 1e−26), the integral by Gauss–Legendre
+    on pieces as long as their distance to the pole (each converges to machine precision).
+    So the cost is O(2¹⁶), not O(m), for m up to 10¹⁵.
+    """
+    m, a = min(c, k), max(c, k)
+    lo = n - m + 1                          # the terms are g(y) for the integers y in [lo, n]
+    split = min(n + 1, lo + _EXACT_TERMS)
+    y = np.arange(lo, split, dtype=float)   # exact: every integer below 2**53 is a float
+    total = float(np.sum(np.log1p(-a / y)))
+    if split > n:
+        return total
+    start, hi = float(split), float(n)
+
+    def g(v):
+        return np.log1p(-a / v)
+
+    def d1(v):  # g′(y) = a / (y (y − a))
+        return a / (v * (v - a))
+
+    def d3(v):  # g‴(y) = 2/(y − a)³ − 2/y³
+        return 2.0 / (v - a) ** 3 - 2.0 / v ** 3
+
+    integral, left = 0.0, start
+    while left < hi:
+        right = min(hi, a + 2.0 * (left - a))  # length = distance from the pole at y = a
+        half, mid = (right - left) / 2, (right + left) / 2
+        integral += half * float(np.dot(_GL_WEIGHTS, g(mid + half * _GL_NODES)))
+        left = right
+    tail = (integral + (g(start) + g(hi)) / 2 + (d1(hi) - d1(start)) / 12
+            - (d3(hi) - d3(start)) / 720)
+    return total + float(tail)
+
+
+#: Most terms (rows × longest product) summed in one array by :func:`_log_all_fail_many`.
+_BATCH_TERMS = 2**22
+
+
+def _log_all_fail_many(triples: np.ndarray) -> np.ndarray:
+    """:func:`_log_all_fail` of each row (n, c, k) of ``triples``: the short products (a
+    pass@k table of 64 samples, say) in one masked array, the long ones one by one."""
+    n, c, k = (triples[:, i] for i in range(3))
+    m, a = np.minimum(c, k), np.maximum(c, k)
+    out = np.empty(len(triples))
+    short = m <= 1024
+    if short.any() and short.sum() * int(m[short].max()) <= _BATCH_TERMS:
+        j = np.arange(int(m[short].max()))
+        y = n[short, None].astype(float) - j[None, :]  # exact: integers below 2**53
+        used = j[None, :] < m[short, None]
+        terms = np.log1p(-a[short, None] / np.where(used, y, np.inf))  # unused terms: 0
+        out[short] = terms.sum(axis=1)
+    else:
+        short[:] = False
+    for i in np.flatnonzero(~short):
+        out[i] = _log_all_fail(int(n[i]), int(c[i]), int(k[i]))
+    return out
+
+
 def pass_at_k(n, c, k):
     """Unbiased estimate of pass@k from c correct answers among n samples of one prompt.
 
@@ -1125,9 +1199,11 @@ def pass_at_k(n, c, k):
     :func:`any_success_probability` (p, G) is pass@G. The all-fail half of
     :func:`unbiased_zero_variance_estimate`, C(n − c, G)/C(n, G), is 1 − pass_at_k(n, c, G).
 
-    Broadcasts over n, c and k; computed as −expm1(log C(n−c, k) − log C(n, k)), so a tiny
-    pass@k keeps its relative accuracy. Exact at the edges: 0 when c = 0, 1 when
-    n − c < k (every k-subset holds a success), c/n when k = 1. Needs 1 ≤ k ≤ n.
+    Broadcasts over n, c and k; computed as −expm1(L), L = log C(n − c, k)/C(n, k) the log of
+    a product of ratios (:func:`_log_all_fail`), so it keeps float precision over the whole
+    domain n ≤ 10¹⁵ (pass_at_k(10⁹, 1, 1000) = 1e−6, pass_at_k(10¹⁵, 1, 2) = 2e−15). Exact at
+    the edges: 0 when c = 0, 1 when n − c < k (every k-subset holds a success), c/n when
+    k = 1. Needs 1 ≤ k ≤ n.
 
     Derived in: book/theory/03-zero-variance.md, "pass@k and the unbiased estimator".
     """
@@ -1139,13 +1215,17 @@ def pass_at_k(n, c, k):
         raise ValueError("c must lie in [0, n]: c correct answers among n samples")
     if (k > n).any():
         raise ValueError("k must be <= n: pass@k needs at least k samples of the prompt")
-    log_ratio = _log_comb(n - c, k) - _log_comb(n, k)
-    with np.errstate(invalid="ignore"):
-        est = -np.expm1(log_ratio)
+    n, c, k = (np.asarray(v, dtype=np.int64) for v in (n, c, k))
+    inner = (c > 0) & (n - c >= k) & (k > 1)
+    log_ratio = np.zeros(n.shape)
+    if inner.any():  # each distinct (n, c, k) once: a prompt set shares a few counts
+        triples = np.stack([n[inner], c[inner], k[inner]], axis=-1)
+        unique, back = np.unique(triples, axis=0, return_inverse=True)
+        log_ratio[inner] = _log_all_fail_many(unique)[back.reshape(-1)]
+    est = -np.expm1(log_ratio)
     est = np.where(k == 1, c / n, est)
     est = np.where(c == 0, 0.0, np.where(n - c < k, 1.0, est))
     return scalar_or_array(np.clip(est, 0.0, 1.0))
-
 
 
 def expected_pass_at_k(pass_rates, k):
@@ -1287,16 +1367,39 @@ def kl_k2(log_ratio):
     return scalar_or_array(0.5 * x * x)
 
 
+#: Below this |x|, e^x − 1 − x is summed as its Taylor series (24 terms: below 1e−17 of it).
+_SERIES_BELOW = 0.5
+
+
+def _expm1_minus_x(x: np.ndarray) -> np.ndarray:
+    """e^x − 1 − x to float precision for every x.
+
+    expm1(x) − x cancels for small |x| (both ≈ x, the difference ≈ x²/2): at x = 1e−9 it
+    is wrong from the 7th digit, at 1e−12 from the 5th. There the series
+    x²/2 · (1 + x/3 · (1 + x/4 · (1 + …))) is summed instead; for |x| ≥ 1/2 the difference
+    loses at most 3 bits, since there e^x − 1 − x ≥ 0.14·|expm1(x)|.
+    """
+    x = np.asarray(x, dtype=float)
+    small = np.abs(x) < _SERIES_BELOW
+    xs = np.where(small, x, 0.0)
+    nested = np.ones_like(xs)
+    for n in range(26, 2, -1):
+        nested = 1.0 + xs / n * nested
+    xl = np.where(small, 0.0, x)
+    return np.maximum(np.where(small, xs * xs / 2 * nested, np.expm1(xl) - xl), 0.0)
+
+
 def kl_k3(log_ratio):
     """Schulman's k3 estimate of KL(π ‖ π_ref): the one GRPO puts in its loss.
 
-    Equation: k3 = (r − 1) − log r ≥ 0, computed as expm1(log r) − log r. Unbiased, because
+    Equation: k3 = (r − 1) − log r ≥ 0, computed as expm1(log r) − log r, or as its series
+    where that difference cancels (:func:`_expm1_minus_x`). Unbiased, because
     E_π[r] = 1 adds a zero-mean control variate to k1, and low-variance near π = π_ref.
 
     Derived in: book/theory/12-kl.md, "Three estimators".
     """
     x = _log_ratio(log_ratio)
-    return scalar_or_array(np.maximum(np.expm1(x) - x, 0.0))
+    return scalar_or_array(_expm1_minus_x(x))
 
 
 def _distribution_pair(probs, ref_probs) -> tuple[np.ndarray, np.ndarray]:

@@ -21,7 +21,10 @@ As a Sphinx extension (``book/_config.yml`` lists ``grpolab.book.build``) it
   (:data:`MATHJAX_LOADER`), and a widget's script only on pages with that widget.
 
 :func:`build_book` runs ``jupyter-book build`` with warnings, broken references and
-cell errors as failures, and returns the path of ``index.html``.
+cell errors as failures, and returns the path of ``index.html``: under the output lock,
+after one-line checks at the door (links out of the book, YAML, damaged results), with an
+execution cache keyed by grpolab's code *and* the committed results, into a staging folder
+swapped in only on success, and with a one-line cause when it fails.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ import time
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["BookBuildError", "build_book", "build_book_once", "default_book_dir", "setup"]
+__all__ = ["BookBuildError", "build_book", "build_book_once", "build_fingerprint",
+           "default_book_dir", "results_dir", "setup"]
 
 STATIC_FILES = ("grpolab-sliders.js", "grpolab-sliders.css", "grpolab-exercises.js",
                 "grpolab-exercises.css", "grpolab-toy.js", "grpolab-toy.css", "grpolab-zoom.js")
@@ -245,46 +249,330 @@ def default_book_dir() -> Path:
     return Path.cwd() / "book"
 
 
+def results_dir(book: Path) -> Path:
+    """The committed results the book's pages read: ``labs/results`` beside the book."""
+    return Path(book).parent / "labs" / "results"
+
+
+#: The staging folder inside ``OUT/_build`` that a build writes into before it is swapped in.
+STAGING = ".grpolab-staging"
+#: The full log of the last build, beside its HTML (``OUT/_build/book-build.log``).
+LOG_NAME = "book-build.log"
+
+
 def build_book(book_dir: str | os.PathLike | None = None,
                out_dir: str | os.PathLike | None = None, *, quiet: bool = False) -> Path:
     """Build the HTML book with Jupyter Book 1.x; return the path of ``index.html``.
 
-    Runs ``jupyter-book build BOOK --path-output OUT -W -n --keep-going --all``:
-    warnings (including a cell error, since ``allow_errors: false``) and broken
-    references fail the build. The execution cache lives in ``OUT/_build/.jupyter_cache``,
-    so building into a fresh ``OUT`` is a cold build; it is also cleared whenever grpolab's
-    own source changed (:func:`package_fingerprint`). ``OUT`` defaults to ``BOOK``.
+    Runs ``jupyter-book build BOOK --path-output STAGE -W -n --keep-going --all``: warnings
+    (including a cell error, since ``allow_errors: false``) and broken references fail the
+    build. ``OUT`` defaults to ``BOOK``. In order:
+
+    1. ``OUT`` is locked (:func:`grpolab.grpo.records.output_lock`), like every grpolab
+       writer: a second build into the same folder is refused at once, in one line.
+    2. Checks at the door, in well under a second, each a one-line :class:`BookBuildError`:
+       no file or folder of the book is a symbolic link that resolves outside it (a page
+       linked to a system file would be built into the HTML and the search index), and
+       ``_toc.yml`` lists no page outside it; the
+       book's YAML (``_config.yml``, ``_toc.yml``, each page's front matter) parses; every
+       committed results file the pages read (:func:`results_dir`) is valid JSON, and the
+       sweep's files pass their typed schema (:mod:`grpolab.results`).
+    3. The execution cache (``OUT/_build/.jupyter_cache``) is cleared when grpolab's code
+       or any committed result changed since it was filled (:func:`build_fingerprint`).
+    4. The book is built into ``OUT/_build/.grpolab-staging`` (the cache is moved there and
+       back by renames) and swapped in only when the build succeeded: a failed or killed
+       build leaves the previous ``OUT/_build/html`` as it was.
+    5. A failure is one line that names the cause (:func:`_failure_cause`): the page and the
+       exception of a failed cell, "no space left on device", the first warning, or the last
+       error line of the log; the full log is saved in ``OUT/_build/book-build.log``.
 
     Raises:
         FileNotFoundError: ``book_dir`` has no ``_config.yml``.
-        BookBuildError: the build failed; the message holds the end of its log.
+        BookBuildError: a door check or the build failed; one line.
+        LockError: another build holds ``OUT``.
     """
+    from grpolab.grpo.records import output_lock
+
     book = Path(book_dir) if book_dir is not None else default_book_dir()
     if not (book / "_config.yml").is_file():
         raise FileNotFoundError(f"no Jupyter Book at {book} (missing _config.yml)")
     out = Path(out_dir) if out_dir is not None else book
-    out.mkdir(parents=True, exist_ok=True)
-    _drop_stale_cache(out / "_build")
+    with output_lock(out):  # first: a second build into OUT is refused before any work
+        _check_links_stay_inside(book)
+        _check_yaml(book)
+        _check_results(results_dir(book))
+        return _build_locked(book, out, quiet)
+
+
+def _build_locked(book: Path, out: Path, quiet: bool) -> Path:
+    build = out.resolve() / "_build"
+    stage = build / STAGING
+    cache, staged_cache = build / ".jupyter_cache", stage / "_build" / ".jupyter_cache"
+    build.mkdir(parents=True, exist_ok=True)
+    if staged_cache.is_dir() and not cache.exists():  # a killed build left it there
+        os.replace(staged_cache, cache)
+    shutil.rmtree(stage, ignore_errors=True)
+    _drop_stale_cache(build, results_dir(book))
+    (stage / "_build").mkdir(parents=True)
+    if cache.is_dir():
+        os.replace(cache, staged_cache)
     cmd = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()",
-           "build", str(book.resolve()), "--path-output", str(out.resolve()),
+           "build", str(book.resolve()), "--path-output", str(stage),
            "-W", "-n", "--keep-going", "--all"]
     env = dict(os.environ, GRPOLAB_WIDGETS="static", PYDEVD_DISABLE_FILE_VALIDATION="1")
     start = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, text=True,
-                          stdout=subprocess.PIPE if quiet else None,
-                          stderr=subprocess.STDOUT if quiet else None)
-    seconds = time.perf_counter() - start
-    index = out.resolve() / "_build" / "html" / "index.html"
-    if proc.returncode != 0 or not index.is_file():
-        log = proc.stdout or ""
-        warnings = [ln.replace("\x1b[91m", "").replace("\x1b[39;49;00m", "")
-                    for ln in log.splitlines()
-                    if ("WARNING" in ln or "ERROR" in ln) and "without encryption" not in ln]
-        where = (f"{len(warnings)} warning(s); first: {warnings[0].strip()}" if warnings
-                 else "see the log above" if not quiet else log[-500:].strip())
-        raise BookBuildError(f"jupyter-book build failed after {seconds:.0f}s "
-                             f"(exit {proc.returncode}): {where}", warnings)
-    return index
+    built = False
+    try:
+        code, log = _run_logged(cmd, env, quiet)
+        seconds = time.perf_counter() - start
+        index = stage / "_build" / "html" / "index.html"
+        if code != 0 or not index.is_file():
+            log_path = _save_log(build, log)
+            cause = _failure_cause(log, stage / "_build" / "html", book)
+            where = f"; the full log: {log_path}" if log_path else ""
+            raise BookBuildError(f"the book did not build ({seconds:.0f}s, exit {code}): "
+                                 f"{cause}{where}", _warning_lines(log))
+        built = True
+    finally:
+        if staged_cache.is_dir():
+            os.replace(staged_cache, cache)
+        if not built:  # the previous build stays; the partial one goes
+            shutil.rmtree(stage, ignore_errors=True)
+    for entry in sorted((stage / "_build").iterdir()):  # the swap: rename over the old
+        target = build / entry.name
+        old = build / f".{entry.name}.old"
+        shutil.rmtree(old, ignore_errors=True)
+        if target.exists():
+            os.replace(target, old)
+        os.replace(entry, target)
+        shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(stage, ignore_errors=True)
+    _save_log(build, log)
+    return build / "html" / "index.html"
+
+
+def _run_logged(cmd: list[str], env: dict, quiet: bool) -> tuple[int, list[str]]:
+    """Run ``cmd``; return its exit code and its output lines (stdout and stderr), which
+    also go to the terminal unless ``quiet``."""
+    proc = subprocess.Popen(cmd, env=env, text=True, errors="replace", bufsize=1,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    log: list[str] = []
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            log.append(line.rstrip("\n"))
+            if not quiet:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    return proc.wait(), log
+
+
+def _save_log(build: Path, log: list[str]) -> Path | None:
+    """Write the build's log to ``build/book-build.log``; None when it cannot be written
+    (a full disk: the failure message must not hide the cause behind this one)."""
+    path = build / LOG_NAME
+    try:
+        path.write_text("\n".join(log) + "\n", encoding="utf-8")
+    except OSError:
+        return None
+    return path
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)): (.+)$")
+_CELL_FAILED = re.compile(r"^(.+?): WARNING: Executing notebook failed")
+_TB_SAVED = re.compile(r"traceback saved in: (\S+\.err\.log)")
+#: Longest cause printed; a longer one ends in "…" at a word boundary.
+MAX_CAUSE_CHARS = 400
+
+
+def _plain(line: str) -> str:
+    return _ANSI.sub("", line).strip()
+
+
+def _warning_lines(log: list[str]) -> list[str]:
+    return [_plain(ln) for ln in log
+            if ("WARNING" in ln or "ERROR" in ln) and "without encryption" not in ln]
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) <= MAX_CAUSE_CHARS:
+        return text
+    return text[:MAX_CAUSE_CHARS].rsplit(" ", 1)[0] + " …"
+
+
+def _last_exception(lines: list[str]) -> str | None:
+    """The last ``SomeError: message`` line (a traceback's conclusion), ANSI stripped."""
+    for line in reversed(lines):
+        m = _EXCEPTION.match(_plain(line))
+        if m:
+            return f"{m.group(1).rsplit('.', 1)[-1]}: {m.group(3)}"
+    return None
+
+
+def _failure_cause(log: list[str], html: Path, book: Path) -> str:
+    """One line that says why the build failed, from its log: never a cut fragment.
+
+    In order: a full disk (``No space left on device`` anywhere); the first page whose cell
+    failed, with the exception its saved traceback ends in; the first warning (with -W a
+    warning fails the build); the last exception line of the log; the last line."""
+    plain = [_plain(ln) for ln in log]
+    if any("No space left on device" in ln for ln in plain):
+        return "no space left on device; free space and rerun (the previous build is kept)"
+    warnings = _warning_lines(log)
+    count = f" ({len(warnings)} warning(s) in all)" if warnings else ""
+    for i, ln in enumerate(plain):
+        m = _CELL_FAILED.match(ln)
+        if not m:
+            continue
+        page = _shown(m.group(1), book)
+        saved = next((t.group(1) for t in map(_TB_SAVED.search, plain[i:i + 3]) if t), None)
+        error = None
+        if saved:
+            try:
+                error = _last_exception(Path(saved).read_text(errors="replace").splitlines())
+            except OSError:
+                error = None
+        return _short(f"a cell of {page} failed: {error or ln.split('failed:', 1)[-1].strip()}"
+                      ) + count
+    if warnings:
+        first = warnings[0]
+        return _short(f"{_shown(first.split(':', 1)[0], book)}:{first.split(':', 1)[1]}"
+                      if ":" in first else first) + count
+    error = _last_exception(log)
+    if error:
+        return _short(error)
+    last = next((ln for ln in reversed(plain) if ln and not set(ln) <= set("=")), "")
+    return _short(last or "no output; rerun without --quiet")
+
+
+def _shown(path: str, book: Path) -> str:
+    """``path`` relative to the book's parent (``book/labs/01-g-sweep.md``) when inside it."""
+    try:
+        return str(Path(path).resolve().relative_to(book.resolve().parent))
+    except (ValueError, OSError):
+        return path
+
+
+def _walk_book(book: Path):
+    """(path, is_dir) of every entry of the book's source tree: not ``_build`` or hidden
+    folders, and not into symlinked folders (each is yielded, not followed)."""
+    for root, dirs, files in os.walk(book):
+        dirs[:] = [d for d in dirs if d != "_build" and not d.startswith(".")]
+        for name in dirs:
+            yield Path(root) / name, True
+        for name in files:
+            yield Path(root) / name, False
+
+
+def _check_links_stay_inside(book: Path) -> None:
+    """No file or folder of the book is a symbolic link resolving outside the book."""
+    inside = book.resolve()
+    for path, _ in _walk_book(book):
+        if not path.is_symlink():
+            continue
+        target = Path(os.path.realpath(path))
+        if target != inside and inside not in target.parents:
+            raise BookBuildError(f"{path} is a symbolic link to {target}, outside the book "
+                                 f"({book}); the build reads pages only from inside the book: "
+                                 "replace the link with a copy, or remove it")
+
+
+def _check_toc_stays_inside(doc, toc: Path, book: Path) -> None:
+    """Every ``root``/``file``/``glob`` of the table of contents names a page inside the
+    book (``file: ../../etc/passwd`` would build a system file into the HTML)."""
+    inside = book.resolve()
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("root", "file", "glob") and isinstance(value, str):
+                    target = Path(os.path.realpath(inside / value))
+                    if target != inside and inside not in target.parents:
+                        raise BookBuildError(f"{toc}: {key}: {value} resolves to {target}, "
+                                             f"outside the book ({book}); list only pages "
+                                             "inside the book")
+                else:
+                    stack.append(value)
+
+
+def _yaml_problem(exc) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return f"{where}{problem}"
+
+
+def _check_yaml(book: Path) -> None:
+    """``_config.yml``, ``_toc.yml`` and every page's front matter parse as YAML."""
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - jupyter-book requires PyYAML
+        return
+    from grpolab._files import read_text
+
+    for name in ("_config.yml", "_toc.yml"):
+        path = book / name
+        if not path.is_file():
+            continue
+        try:
+            doc = yaml.safe_load(read_text(path, f"the book's {name}", remedy=""))
+        except yaml.YAMLError as exc:
+            raise BookBuildError(f"{path}: not valid YAML ({_yaml_problem(exc)})") from None
+        if name == "_toc.yml":
+            _check_toc_stays_inside(doc, path, book)
+    for path, is_dir in _walk_book(book):
+        if is_dir or path.suffix != ".md":
+            continue
+        text = read_text(path, "a book page", remedy="")
+        if not text.startswith("---\n"):
+            continue
+        end = text.find("\n---", 4)
+        if end < 0:
+            raise BookBuildError(f"{path}: front matter opened with --- is never closed")
+        try:
+            yaml.safe_load(text[4:end])
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            if mark is not None:  # the block starts on the file's line 2
+                mark.line += 1
+            raise BookBuildError(f"{path}: its front matter is not valid YAML "
+                                 f"({_yaml_problem(exc)})") from None
+
+
+def _results_files(root: Path) -> list[Path]:
+    """Every regular file under ``root`` (sorted; symlinks to files included)."""
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+def _check_results(root: Path) -> None:
+    """Every JSON file under ``root`` is valid, bounded, finite JSON (the checked reader),
+    and each sweep file (``summary.json``, ``gradient_noise.json``, ``compute_axis.json``)
+    passes its typed schema: a damaged results file is one line naming it, before the
+    pages run (where it would be a cell error, or worse, a page of wrong numbers)."""
+    from grpolab import results
+    from grpolab._files import CorruptFileError, read_json
+
+    for path in _results_files(root):
+        if path.suffix != ".json":
+            continue
+        try:
+            if path.name in results.KINDS:
+                results.read_results(path)
+            else:
+                read_json(path, "a committed results file", expect=None)
+        except (CorruptFileError, OSError) as exc:
+            raise BookBuildError(f"a results file the book reads is damaged: {exc}") from None
 
 
 def package_fingerprint() -> str:
@@ -300,14 +588,42 @@ def package_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def _drop_stale_cache(build_dir: Path) -> None:
-    """Clear the execution cache when grpolab's code changed since it was filled.
+def results_fingerprint(root: Path) -> str:
+    """A hash of the names and contents of every file under the committed results ``root``."""
+    digest = hashlib.sha256()
+    for path in _results_files(Path(root)):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
 
-    jupyter-cache keys a notebook by its own code only; a chapter whose numbers come from
-    grpolab would otherwise keep the old numbers after grpolab changed.
+
+def build_fingerprint(results_root: Path | None = None) -> str:
+    """What the execution cache is valid for: grpolab's code and the committed results.
+
+    jupyter-cache keys a page by its own code cells only, so a page that computes with
+    grpolab or reads ``labs/results`` would keep its old outputs after either changed
+    (after ``lab sweep --out labs/results/cpu-full`` the book showed the old numbers). The
+    fingerprint is :func:`package_fingerprint` plus, with ``results_root``, the content
+    hash of every file under it (:func:`results_fingerprint`).
+
+    Why every results file and not the ones each page names: pages reach results through
+    helpers (``committed_results_dir``, the remedies' ``load_results``, the playground's
+    pass rates) as well as literal paths, so a per-page list read off the source could miss
+    one and show stale numbers. Hashing all of ``labs/results`` (8 MB, ~0.05 s) is never
+    stale; the cost is that changing a result re-executes every page (a cold build),
+    which happens when results are committed, not when prose is edited.
     """
+    code = package_fingerprint()
+    if results_root is None:
+        return code
+    return f"{code}\nresults {results_fingerprint(results_root)}"
+
+
+def _drop_stale_cache(build_dir: Path, results_root: Path | None = None) -> None:
+    """Clear the execution cache when its fingerprint (:func:`build_fingerprint`: grpolab's
+    code, and the committed results under ``results_root``) changed since it was filled."""
     stamp = build_dir / ".grpolab-fingerprint"
-    now = package_fingerprint()
+    now = build_fingerprint(results_root)
     if stamp.is_file() and stamp.read_text() == now:
         return
     shutil.rmtree(build_dir / ".jupyter_cache", ignore_errors=True)

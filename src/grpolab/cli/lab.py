@@ -180,9 +180,13 @@ def run_plot_cmd(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"no summary.json in {args.out}: run 'grpolab lab sweep' first")
     check_out_dir(os.path.join(args.out, "plots"))
     with output_lock(args.out):  # plots are written into --out: not while a sweep writes it
-        from grpolab.labs.sweep.report import plot_sweep, read_sweep_summary
+        from grpolab.results import read_sweep_summary
 
-        read_sweep_summary(args.out)  # a foreign or damaged summary.json: one line naming it
+        # typed at the door (runs, regimes, gradient noise): a damaged or crafted field is
+        # one line naming the file and the field, before matplotlib is imported
+        read_sweep_summary(args.out)
+        from grpolab.labs.sweep.report import plot_sweep
+
         for path in plot_sweep(args.out):
             print(path)
     return 0

@@ -163,8 +163,9 @@ def _write(path: str, data: bytes | str) -> None:
 
 def write_json_atomic(path: str | os.PathLike, obj) -> None:
     """JSON (indent 1) through a temporary file beside ``path``, fsync, rename: readers, a
-    kill or a full disk see the old file or the new one."""
-    _write(os.fspath(path), json.dumps(obj, indent=1))
+    kill or a full disk see the old file or the new one. A NaN or ±Infinity is refused
+    (:func:`grpolab._files.json_text`), naming the file and the field."""
+    _write(os.fspath(path), _files.json_text(obj, path, indent=1))
 
 
 def write_npy_atomic(path: str | os.PathLike, array) -> None:

@@ -198,18 +198,46 @@ def _per_seed_poly(by_G_and_seed: Mapping[int, Mapping[int, float]], degree: int
     return Gs, seeds, x, np.asarray(coefs)
 
 
+#: A per-seed x² coefficient whose whole effect over the grid, |a|·span(log₂ G)², is below
+#: this share of the seed's largest |metric| is float residue of the least-squares fit (a
+#: straight line fits to a ≈ 1e−17, not 0): it is "no curvature", a coefficient of 0.
+RESIDUE_CURVATURE = 1e-9
+
+
+def _no_residue_curvature(coefs: np.ndarray, x: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``coefs`` with every residue-level x² coefficient (:data:`RESIDUE_CURVATURE`) set to
+    0: a t test of residue (all −4e−17) would call a straight line concave, and its vertex
+    2^(−b/2a) would overflow to Infinity."""
+    span = float(x.max() - x.min())
+    scale = np.maximum(np.abs(values).max(axis=1), np.finfo(float).tiny)
+    coefs = coefs.copy()
+    coefs[np.abs(coefs[:, 0]) * span ** 2 <= RESIDUE_CURVATURE * scale, 0] = 0.0
+    return coefs
+
+
+def _vertex_G(a: float, b: float) -> float | None:
+    """2^(−b/2a), or None where there is no curvature or that G overflows a float."""
+    if a == 0:
+        return None
+    with np.errstate(over="ignore"):
+        v = float(np.exp2(-b / (2 * a)))
+    return v if math.isfinite(v) and v > 0 else None
+
+
 def curvature_in_log2_G(by_G_and_seed: Mapping[int, Mapping[int, float]],
                         confidence: float = 0.95) -> dict:
     """Per seed, the quadratic coefficient of the metric on log₂ G; its t interval over seeds.
 
     An interior optimum (what a G* between the grid's ends predicts) needs a concave curve:
     a coefficient below 0 whose interval excludes 0. ``vertex_G`` is the G at each seed's
-    vertex (2^(−b/2a)), reported, not tested.
+    vertex (2^(−b/2a)), reported, not tested; None for a seed with no curvature (its x²
+    coefficient 0 or float residue, :data:`RESIDUE_CURVATURE`), so no value is non-finite.
     """
-    Gs, seeds, _, coefs = _per_seed_poly(by_G_and_seed, 2)
+    Gs, seeds, x, coefs = _per_seed_poly(by_G_and_seed, 2)
+    values = np.array([[by_G_and_seed[G][s] for G in Gs] for s in seeds], dtype=float)
+    coefs = _no_residue_curvature(coefs, x, values)
     ci = t_interval(coefs[:, 0], confidence)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        vertex = [float(2 ** (-b / (2 * a))) if a else None for a, b, _ in coefs]
+    vertex = [_vertex_G(a, b) for a, b, _ in coefs]
     return {"test": "per-seed quadratic in log2 G, one-sample t of its x² coefficient",
             "coefficient": ci["mean"], "low": ci["low"], "high": ci["high"],
             "p_value": _p_value(ci), "per_seed": coefs[:, 0].tolist(), "vertex_G": vertex,

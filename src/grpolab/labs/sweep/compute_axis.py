@@ -33,8 +33,9 @@ import os
 import numpy as np
 
 from grpolab import __version__, theory
-from grpolab.grpo.records import finished_run, git_commit, read_json, write_json_atomic
+from grpolab.grpo.records import finished_run, git_commit, write_json_atomic
 from grpolab.labs import stats
+from grpolab.results import read_gradient_noise
 
 __all__ = ["compute_axis", "pass_at_k_curve", "difficulty_bins", "K_VALUES", "BIN_EDGES",
            "noise_g_star"]
@@ -138,8 +139,7 @@ def compute_axis(out: str, preset, *, write: bool = True) -> dict:
     """The compute-axis results of the sweep in ``out`` (see the module docstring)."""
     out = os.fspath(out)
     noise_path = os.path.join(out, "gradient_noise.json")
-    noise = read_json(noise_path, "gradient-noise measurements") if os.path.isfile(noise_path) \
-        else {}
+    noise = read_gradient_noise(noise_path) if os.path.isfile(noise_path) else {}
     result = {"preset": preset.name, "primary_metric": "pass@1 (unbiased, held out)",
               "k": list(K_VALUES), "bins": list(BIN_NAMES), "regimes": {}}
     for regime in preset.regimes:

@@ -28,30 +28,17 @@ __all__ = ["plot_sweep", "load_curves", "plot_accuracy", "plot_zero_variance",
 
 
 
-_RUN_KEYS = ("regime", "G", "seed", "zero_variance_observed", "zero_variance_predicted")
-_REGIME_KEYS = ("zero_variance_at_warm_start_theory",)
 _CURVE_KEYS = ("regime", "G", "seed", "step", "completions", "eval_greedy_accuracy")
 
 
 def read_sweep_summary(out: str) -> dict:
-    """``out/summary.json``, checked to be a sweep's (what :func:`plot_sweep` reads): a
-    damaged or foreign file is an error that names it, not a KeyError."""
-    from grpolab.grpo.records import CorruptFileError, read_json
+    """``out/summary.json``, checked to be a sweep's against its typed schema
+    (:func:`grpolab.results.read_sweep_summary`, what :func:`plot_sweep` reads): a damaged,
+    foreign or crafted file is one error naming the file and the field, not a KeyError or
+    a plot of strings."""
+    from grpolab.results import read_sweep_summary as read_checked
 
-    path = os.path.join(out, "summary.json")
-    what = "a sweep summary written by 'grpolab lab sweep'"
-    summary = read_json(path, what, keys=("preset", "runs", "regimes"))
-    runs, regimes = summary["runs"], summary["regimes"]
-    if not isinstance(runs, list) or not isinstance(regimes, dict):
-        raise CorruptFileError(path, f"is not {what} ('runs' is not a list of runs)")
-    for r in runs:
-        if not isinstance(r, dict) or any(k not in r for k in _RUN_KEYS):
-            raise CorruptFileError(path, f"is not {what} (a run lacks {', '.join(_RUN_KEYS)})")
-    for name, info in regimes.items():
-        if not isinstance(info, dict) or any(k not in info for k in _REGIME_KEYS):
-            raise CorruptFileError(path, f"is not {what} (regime {name!r} lacks "
-                                   f"{', '.join(_REGIME_KEYS)})")
-    return summary
+    return read_checked(out)
 
 
 def load_curves(out: str) -> list[dict]:
