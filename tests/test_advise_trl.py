@@ -138,7 +138,7 @@ def test_wandb_panel_export_with_run_prefix_and_min_max(tmp_path):
      "no logged step has frac_reward_zero_std"),
     ("nozero.jsonl", '{"reward": 0.3}\n{"reward": 0.4}\n', "no logged step has frac_reward"),
     ("nozero.csv", "Step,train/reward\n1,0.3\n", "no logged step has frac_reward_zero_std"),
-    ("ragged.csv", "Step,train/frac_reward_zero_std,train/reward\n1,0.5\n", "line 2 has 2 cells"),
+    ("ragged.csv", "Step,train/frac_reward_zero_std,train/reward\n1,0.5\n", "row 2 has 2 cells"),
     ("text.csv", "Step,train/frac_reward_zero_std,train/reward\n1,half,0.3\n", "must be a number"),
 ])
 def test_bad_logs_are_one_line_exit_2(tmp_path, capsys, name, text, needle):
