@@ -19,8 +19,11 @@ class CLIError(Exception):
     (:func:`grpolab.cli.main.main`)."""
 
 
-def check_out_dir(path: str | os.PathLike | None, flag: str = "--out") -> None:
-    """Refuse an output folder that is a file, lies under a file, or cannot be written."""
+def check_out_dir(path: str | os.PathLike | None, flag: str = "--out",
+                  kind: str | None = None) -> None:
+    """Refuse an output folder that is a file, lies under a file, or cannot be written, and
+    one the command may not own (:func:`grpolab._paths.check_output_folder`: the root, a
+    home folder, a path too long, a folder inside or over another ``kind`` of result)."""
     if path is None:
         return
     text = os.fspath(path)
@@ -31,6 +34,8 @@ def check_out_dir(path: str | os.PathLike | None, flag: str = "--out") -> None:
     except UnicodeEncodeError:
         raise ValueError(f"{flag} {ascii(os.fsencode(text))[2:-1]}: the path is not valid "
                          "UTF-8; name a folder whose path is UTF-8 text") from None
+    from grpolab._paths import check_output_folder
+
     full = os.path.abspath(text)
     if os.path.exists(full) and not os.path.isdir(full):
         raise ValueError(f"{flag} {text} is a file, not a folder; name a folder (it is created "
@@ -43,6 +48,7 @@ def check_out_dir(path: str | os.PathLike | None, flag: str = "--out") -> None:
         ancestor = parent
     if not os.path.isdir(ancestor):
         raise ValueError(f"{flag} {text}: {ancestor} is a file, so no folder can be made under it")
+    check_output_folder(text, kind, flag)
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise ValueError(f"{flag} {text}: {ancestor} is not writable; name a folder you can "
                          "write to")

@@ -49,7 +49,7 @@ def run_pass_rates(args: argparse.Namespace) -> int:
     from grpolab.labs.pass_rates import PassRateConfig, measure_pass_rates
     from grpolab.models.device import check_device
 
-    check_out_dir(args.out)
+    check_out_dir(args.out, kind="pass-rates")
     check_threads(args.threads)
     with output_lock(args.out):  # first: a second measurement on OUT is refused at once
         check_device(args.device)

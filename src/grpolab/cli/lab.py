@@ -103,7 +103,7 @@ def build_preset(args: argparse.Namespace):
     from grpolab.grpo.config import RULES, check_field
     from grpolab.labs.sweep.presets import Regime, SweepPreset, get_preset
 
-    check_out_dir(args.out)
+    check_out_dir(args.out, kind="sweep")
     sweep_over = config_overrides(args, SweepPreset, SWEEP_PREFIX)
     regime_over = config_overrides(args, Regime, REGIME_PREFIX)
     config_over = config_overrides(args)
@@ -132,7 +132,7 @@ def run_sweep_cmd(args: argparse.Namespace) -> int:
     from grpolab.cli._checks import check_out_dir
     from grpolab.grpo.records import output_lock
 
-    check_out_dir(args.out)
+    check_out_dir(args.out, kind="sweep")
     with output_lock(args.out):  # first: a second sweep on --out is refused at once
         return _run_sweep_locked(args)
 
@@ -178,6 +178,7 @@ def run_plot_cmd(args: argparse.Namespace) -> int:
     path = os.path.join(args.out, "summary.json")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no summary.json in {args.out}: run 'grpolab lab sweep' first")
+    check_out_dir(args.out, kind="sweep")
     check_out_dir(os.path.join(args.out, "plots"))
     with output_lock(args.out):  # plots are written into --out: not while a sweep writes it
         from grpolab.labs.sweep.report import plot_sweep, read_sweep_summary

@@ -56,6 +56,10 @@ def run_prepare(args: argparse.Namespace) -> int:
         args.threads = cores
     if args.json and not args.time_loads:
         raise CLIError("--json needs --time-loads")
+    if args.json:  # a device, a FIFO, a link or a path too long: refused before the minute of work
+        from grpolab._paths import check_output_file
+
+        check_output_file(args.json, "--json")
     import torch
 
     from grpolab.models import smollm2
@@ -73,9 +77,8 @@ def run_prepare(args: argparse.Namespace) -> int:
           f"{t['parameters'] / 1e6:.1f}M parameters")
     if args.json:
         t.update(grpolab_version=__version__, threads=args.threads)
-        tmp = f"{args.json}.tmp"
-        with open(tmp, "w") as f:
-            json.dump(t, f, indent=1)
-        os.replace(tmp, args.json)
+        from grpolab._files import write_atomic
+
+        write_atomic(args.json, json.dumps(t, indent=1))  # only onto a regular file or a new path
         print(f"wrote {args.json}")
     return 0
