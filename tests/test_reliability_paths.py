@@ -437,3 +437,225 @@ def test_lab_train_killed_at_a_random_moment_resumes_to_the_uninterrupted_result
                  and "second" not in k} for line in (folder / "log.jsonl").read_text().splitlines()]
 
     assert rows(whole) == rows(killed)
+
+
+# ======================================================================================
+# Class 6: checks at the door
+# ======================================================================================
+def _unwritable(tmp_path: Path) -> Path:
+    """A folder this process cannot write into (root ignores modes: use /proc)."""
+    if os.geteuid() == 0:
+        return Path("/proc/1/x")
+    d = tmp_path / "locked"
+    d.mkdir()
+    d.chmod(0o555)
+    return d / "x"
+
+
+def test_an_unwritable_cache_is_refused_before_dequantizing(tmp_path, monkeypatch, capsys):
+    """An unwritable GRPOLAB_CACHE was found after 16 s of dequantizing, in 10 lines."""
+    import grpolab.models.smollm2 as sm
+
+    def never(*_a, **_k):
+        raise AssertionError("the GGUF file was read before the cache was checked")
+
+    monkeypatch.setattr(sm, "_from_pretrained", never)
+    cache = _unwritable(tmp_path)
+    monkeypatch.setenv("GRPOLAB_CACHE", str(cache))
+    start = time.monotonic()
+    assert main(["smollm2", "prepare"]) == 2
+    assert time.monotonic() - start < 2.0
+    one_line(capsys.readouterr().err, f"GRPOLAB_CACHE {cache}: cannot write the "
+             "SmolLM2 cache there")
+    # every loader of SmolLM2 (lab pass-rates, lab train --model smollm2) checks it too
+    with pytest.raises(OSError, match="cannot write the SmolLM2 cache"):
+        sm.load_smollm2(device="cpu")
+    with pytest.raises(OSError, match="the cache .*cannot write the SmolLM2 cache"):
+        sm.load_smollm2(cache=cache / "elsewhere", device="cpu")
+
+
+def test_a_proxy_variable_does_not_disable_the_offline_short_cut(monkeypatch):
+    """Any proxy variable made the hub count as reachable: an unknown hub id then took 49 s
+    and 23 lines. The proxy is now what is tried (here a closed port), and NO_PROXY for the
+    hub's host means the hub itself is tried."""
+    import socket
+
+    from grpolab.models import tiny_llama
+    from grpolab.models.tiny_llama import load_causal_lm
+
+    for var in ("HF_HUB_OFFLINE", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    for var in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(var, "http://127.0.0.1:9")  # the discard port: nothing listens
+    tried = []
+    real = socket.create_connection
+
+    def record(address, *args, **kwargs):
+        tried.append(address)
+        return real(address, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "create_connection", record)
+    assert tiny_llama._hub_reachable() is False
+    assert tried == [("127.0.0.1", 9)]
+    start = time.monotonic()
+    with pytest.raises(FileNotFoundError) as exc:
+        load_causal_lm("grpolab-tests/no-such-model", device="cpu")
+    assert time.monotonic() - start < 20
+    assert "hub cannot be reached" in str(exc.value) and "\n" not in str(exc.value)
+    tried.clear()
+
+    def unreachable(address, *args, **kwargs):
+        tried.append(address)
+        raise OSError("Network is unreachable")
+
+    monkeypatch.setattr(socket, "create_connection", unreachable)
+    monkeypatch.setenv("NO_PROXY", "huggingface.co")
+    assert tiny_llama._hub_reachable() is False
+    assert tried and tried[0][0] == "huggingface.co"
+
+
+def test_pass_rates_shares_the_sweeps_temperature_bound_and_refuses_before_torch(tmp_path):
+    """`lab pass-rates --temperature 1e-300` was accepted (its bound differed from the
+    sweep's), sampled, then blamed diverged weights and a --learning-rate flag it does not
+    have. Both commands now refuse it with the same line, before torch is imported."""
+    errs = {}
+    for name, argv in (("pass-rates", ["lab", "pass-rates"]), ("sweep", SWEEP)):
+        code = (f"import sys; from grpolab.cli.main import main; "
+                f"c = main({[*argv, '--out', str(tmp_path / name), '--temperature', '1e-300']!r}); "
+                "print(c, 'torch' in sys.modules)")
+        done = subprocess.run([sys.executable, "-c", code], env=_env(tmp_path),
+                              capture_output=True, text=True, timeout=120)
+        assert done.stdout.split() == ["2", "False"], (name, done.stdout, done.stderr)
+        errs[name] = done.stderr
+        assert not (tmp_path / name).exists()
+    one_line(errs["pass-rates"], "--temperature must be in [0.001, 100]")
+    assert errs["pass-rates"] == errs["sweep"]
+
+
+def test_a_pass_rate_sampling_failure_names_no_flag_the_command_lacks(monkeypatch):
+    import types
+
+    import torch
+
+    import grpolab.grpo.rollout as rollout
+    from grpolab.cli.main import build_parser
+    from grpolab.labs.pass_rates import PassRateConfig, measure
+
+    def diverged(*_a, **_k):
+        raise FloatingPointError("the model's next-token distribution is not finite (NaN or "
+                                 "inf logits): the weights have diverged; lower "
+                                 "--learning-rate")
+
+    monkeypatch.setattr(rollout, "sample", diverged)
+    prompt = types.SimpleNamespace(text="1+1=", answer="2", difficulty=1)
+    with pytest.raises(FloatingPointError) as exc:
+        measure(torch.nn.Linear(1, 1), None, object(), [prompt], PassRateConfig(),
+                progress=False)
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices["lab"]
+    pr = next(a for a in sub._actions if a.dest == "lab_command").choices["pass-rates"]
+    flags = {o for a in pr._actions for o in a.option_strings}
+    import re
+
+    named = set(re.findall(r"--[a-z][a-z-]*", str(exc.value)))
+    assert named and named <= flags, (named - flags, str(exc.value))
+
+
+# ======================================================================================
+# Class 7: the smaller cases
+# ======================================================================================
+def test_one_noise_batch_is_refused_not_treated_as_zero(tmp_path, capsys):
+    assert main([*SWEEP, "--out", str(tmp_path / "s"), "--noise-batches", "1"]) == 2
+    one_line(capsys.readouterr().err, "--noise-batches must be 0 (skip the gradient-noise "
+             "measurement) or at least 2")
+    assert not (tmp_path / "s").exists()
+    from grpolab.labs.sweep.presets import get_preset
+
+    assert get_preset("cpu-quick", noise_batches=2).noise_batches == 2
+    assert get_preset("cpu-quick", noise_batches=0).noise_batches == 0
+
+
+def test_two_values_for_the_warm_start_steps_are_refused(tmp_path, capsys):
+    argv = [*SWEEP, "--out", str(tmp_path / "s"), "--warmstart", '{"steps": 0}',
+            "--warmstart-steps", "5"]
+    assert main(argv) == 2
+    one_line(capsys.readouterr().err, "--warmstart-steps 5 and --warmstart's \"steps\": 0 "
+             "both set the warm-start steps; give one of them")
+    assert not (tmp_path / "s").exists()
+
+
+def _progress_doc(**item) -> dict:
+    rec = {"box": 2, "asked": 1, "passed": 1, "last_passed": True, "last_score": 1.0,
+           "last_session": 1, **item}
+    return {"format": "grpolab-drill-progress", "version": 1, "sessions": 1,
+            "items": {"card2-open": rec}}
+
+
+@pytest.mark.parametrize("item,fragment", [
+    ({"passed": 5, "asked": 2}, "was passed 5 times but asked only 2"),
+    ({"last_session": 7}, "last asked in session 7, but the file counts only 1 session(s)"),
+    ({"asked": 0, "passed": 0}, "was never asked but has a last answer"),
+], ids=["passed-more-than-asked", "session-from-the-future", "never-asked-but-answered"])
+def test_an_impossible_progress_file_is_refused_and_not_rewritten(item, fragment, tmp_path,
+                                                                   capsys):
+    path = tmp_path / "progress.json"
+    path.write_text(json.dumps(_progress_doc(**item)))
+    before = (path.read_bytes(), path.stat().st_mtime_ns)
+    answers = tmp_path / "answers.txt"
+    answers.write_text("an answer\na\n")
+    assert main(["drill", "--chain", "card2", "--n", "1", "--progress", str(path),
+                 "--answers", str(answers)]) == 2
+    one_line(capsys.readouterr().err, fragment)
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+
+
+def test_a_consistent_progress_file_is_still_read(tmp_path):
+    from grpolab.drill.progress import Progress
+
+    path = tmp_path / "progress.json"
+    path.write_text(json.dumps(_progress_doc()))
+    assert Progress.load(path).items["card2-open"]["passed"] == 1
+
+
+@pytest.mark.parametrize("progress", [["--no-progress"], ["--progress", "PATH"]],
+                         ids=["no-progress", "progress-file"])
+def test_an_answers_read_error_is_named_as_such(progress, tmp_path, capsys):
+    """A read error of --answers was reported as "cannot save the progress file None"."""
+    if not os.path.exists("/proc/self/mem"):
+        pytest.skip("needs /proc/self/mem (a file whose read fails with EIO)")
+    path = tmp_path / "progress.json"
+    progress = [str(path) if a == "PATH" else a for a in progress]
+    assert main(["drill", "--chain", "card2", "--n", "1", *progress,
+                 "--answers", "/proc/self/mem"]) == 2
+    err = capsys.readouterr().err
+    one_line(err, "--answers: cannot read /proc/self/mem (Input/output error)")
+    assert "None" not in err and "save" not in err
+    assert main(["quiz", "--n", "1", "--answers", "/proc/self/mem"]) == 2
+    one_line(capsys.readouterr().err, "--answers: cannot read /proc/self/mem")
+
+
+def test_a_relative_xdg_data_home_is_ignored(tmp_path, monkeypatch):
+    """The XDG spec: a relative path in XDG_DATA_HOME is invalid and ignored."""
+    from grpolab.drill.progress import default_path
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_DATA_HOME", "relative/data")
+    assert default_path() == tmp_path / "home" / ".local" / "share" / "grpolab" / \
+        "drill-progress.json"
+    answers = tmp_path / "answers.txt"
+    answers.write_text("an answer\na\n")
+    main(["drill", "--chain", "card2", "--n", "1", "--answers", str(answers)])
+    assert not (tmp_path / "relative").exists()
+    assert (tmp_path / "home" / ".local" / "share" / "grpolab" / "drill-progress.json").is_file()
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))  # an absolute one is used
+    assert default_path() == tmp_path / "xdg" / "grpolab" / "drill-progress.json"
+
+
+def test_sweep_help_lists_every_preset(capsys):
+    from grpolab.labs.sweep.presets import PRESETS
+
+    with pytest.raises(SystemExit):
+        main(["lab", "sweep", "--help"])
+    text = " ".join(capsys.readouterr().out.split()).replace("- ", "-")
+    missing = [name for name in PRESETS if name not in text]
+    assert "cpu-compute" in PRESETS and not missing, missing

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["CLIError", "check_out_dir", "check_threads", "check_distinct"]
+__all__ = ["CLIError", "answer_lines", "check_out_dir", "check_threads", "check_distinct"]
 
 
 class CLIError(Exception):
@@ -69,3 +69,22 @@ def check_distinct(values, flag: str) -> None:
     if values is not None and len(set(values)) != len(values):
         twice = sorted({v for v in values if list(values).count(v) > 1})
         raise ValueError(f"{flag} lists {', '.join(map(str, twice))} more than once")
+
+
+def answer_lines(stream, name: str):
+    """The lines of an answers stream (``--answers FILE``, a pipe, stdin), bounded by
+    :func:`grpolab._files.read_lines`, with a failure to *read* it (an I/O error half-way,
+    ``--answers /proc/self/mem``) said as what it is, naming the file, instead of surfacing
+    later as some other failure (it was reported as "cannot save the progress file None")."""
+    from grpolab._files import read_lines
+
+    lines = read_lines(stream, name, "an answers file")
+    while True:
+        try:
+            line = next(lines)
+        except StopIteration:
+            return
+        except OSError as exc:
+            raise CLIError(f"--answers: cannot read {name} ({exc.strerror or exc}); nothing "
+                           "more was answered") from None
+        yield line

@@ -50,6 +50,9 @@ def run_pass_rates(args: argparse.Namespace) -> int:
     from grpolab.models.device import check_device
 
     check_out_dir(args.out, kind="pass-rates")
+    from grpolab.grpo.fields import check_temperature
+
+    check_temperature(args.temperature)  # the sweep's bound, before torch and the model
     check_threads(args.threads)
     with output_lock(args.out):  # first: a second measurement on OUT is refused at once
         check_device(args.device)

@@ -60,9 +60,11 @@ def run_prepare(args: argparse.Namespace) -> int:
         from grpolab._paths import check_output_file
 
         check_output_file(args.json, "--json")
-    import torch
+    from grpolab.models import smollm2  # torch-free until a model is loaded
 
-    from grpolab.models import smollm2
+    if not args.time_loads:  # an unwritable cache: said now, not after dequantizing
+        smollm2.check_cache_writable()
+    import torch
 
     torch.set_num_threads(args.threads)
     if not args.time_loads:
