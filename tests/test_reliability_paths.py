@@ -81,7 +81,8 @@ def _plant_kind(kind: str, folder: Path) -> Path:
 
 # (command, where --out points, fragment): every command that owns an output folder
 WRONG_OUT = [
-    pytest.param(SWEEP, "sweep-run", "is a training run's folder", id="sweep-into-a-sweeps-run"),
+    pytest.param(SWEEP, "sweep-run", "which is a sweep's folder", id="sweep-into-a-sweeps-run"),
+    pytest.param(SWEEP, "sweep-runs", "which is a sweep's folder", id="sweep-into-a-sweeps-runs"),
     pytest.param(SWEEP, "run", "is a training run's folder", id="sweep-onto-a-train-run"),
     pytest.param(SWEEP, "remedies", "is a remedy lab's folder", id="sweep-onto-remedies"),
     pytest.param(SWEEP, "over-results", "holds other results", id="sweep-over-results"),
@@ -106,6 +107,8 @@ def _out_for(where: str, tmp_path: Path) -> tuple[str, Path]:
     results = tmp_path / "results"
     if where == "sweep-run":
         return str(_finished_sweep(results / "sweep")), results
+    if where == "sweep-runs":
+        return str(_finished_sweep(results / "sweep").parents[1]), results
     if where == "over-results":
         _finished_sweep(results / "sweep")
         return str(results), results
@@ -147,7 +150,7 @@ def test_refusals_of_the_path_rule_come_before_torch(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], env=_env(tmp_path), capture_output=True,
                           text=True, timeout=120)
     assert done.stdout.split() == ["2", "False"], done.stderr
-    one_line(done.stderr, "is a training run's folder")
+    one_line(done.stderr, "which is a sweep's folder")
 
 
 def test_the_same_kind_of_folder_is_resumed_not_refused(tmp_path):

@@ -118,9 +118,10 @@ def check_output_folder(path: str | os.PathLike, kind: str | None, flag: str = "
 
     - not the file-system root and not a home folder;
     - every component and the whole path within the file system's length limits;
-    - for a result (``kind`` not None): not inside a folder that holds another kind of
-      result (a sweep's run folder is not a sweep's ``--out``), not a folder that holds
-      another kind of result, and not over other results (a folder whose sub-folders are
+    - for a result (``kind`` not None): not inside a folder that holds a result (a
+      sweep's ``runs/`` or one of its run folders is no command's ``--out``: only the sweep
+      writes there), not a folder that holds another kind of result (a run folder is not
+      a sweep's ``--out``), and not over other results (a folder whose sub-folders are
       results, such as ``labs/results``), unless the folder is itself a result of ``kind``
       (a rerun resumes it).
 
@@ -145,7 +146,7 @@ def check_output_folder(path: str | os.PathLike, kind: str | None, flag: str = "
         above = os.path.dirname(where)
         while True:
             other = result_kind(above) if os.path.isdir(above) else None
-            if other is not None and other != kind:
+            if other is not None:  # even of the same kind: a sweep in a sweep's runs/ folder
                 raise OutputPathError(f"{flag} {text} lies inside {above}, which is "
                                       f"{KIND_NAMES[other]}; name a folder outside it")
             parent = os.path.dirname(above)
