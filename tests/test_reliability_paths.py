@@ -153,6 +153,30 @@ def test_refusals_of_the_path_rule_come_before_torch(tmp_path):
     one_line(done.stderr, "which is a sweep's folder")
 
 
+@pytest.mark.parametrize("link", ["runs", "runs/mixed/G2-seed0/summary.json", "plots"])
+def test_a_link_inside_an_output_folder_is_refused_before_any_write(link, tmp_path, capsys):
+    """A symlinked folder or file inside --out would take a writer's files out of it."""
+    sweep = tmp_path / "sweep"
+    _finished_sweep(sweep)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "summary.json").write_text("precious")
+    target = sweep / link
+    if target.exists():
+        if target.is_dir():
+            target.rename(elsewhere / "moved")
+            target.symlink_to(elsewhere / "moved")
+        else:
+            target.unlink()
+            target.symlink_to(elsewhere / "summary.json")
+    else:
+        target.symlink_to(elsewhere)
+    before = _tree(tmp_path)
+    assert main([*SWEEP, "--out", str(sweep)]) == 2
+    one_line(capsys.readouterr().err, f"{target} is a symbolic link; grpolab writes only")
+    assert _tree(tmp_path) == before and not (sweep / ".grpolab.lock").exists()
+
+
 def test_the_same_kind_of_folder_is_resumed_not_refused(tmp_path):
     from grpolab._paths import check_output_folder
 

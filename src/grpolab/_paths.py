@@ -159,6 +159,8 @@ def check_output_folder(path: str | os.PathLike, kind: str | None, flag: str = "
     if own is not None and own != kind:
         raise OutputPathError(f"{flag} {text} is {KIND_NAMES[own]}, not {KIND_NAMES[kind]}; "
                               "name a new folder (a rerun of the same command resumes its own)")
+    # a link inside (runs/, plots/, a summary.json) would take the writes out of the folder
+    check_no_links(real, flag, depth=4, verb="writes")
     if own == kind:
         return
     try:
@@ -196,7 +198,7 @@ def check_output_file(path: str | os.PathLike, flag: str) -> None:
 
 
 def check_no_links(folder: str | os.PathLike, flag: str, *, depth: int = 2,
-                   limit: int = 100_000) -> None:
+                   limit: int = 100_000, verb: str = "copies") -> None:
     """Refuse (:class:`OutputPathError`) a source folder whose files a command copies when
     it, or anything in it up to ``depth`` levels down, is a symbolic link: a copy must never
     follow a link out of its source (a pooled ``log.jsonl`` linked to a private file would
@@ -220,7 +222,7 @@ def check_no_links(folder: str | os.PathLike, flag: str, *, depth: int = 2,
             if seen > limit:
                 return
             if entry.is_symlink():
-                raise OutputPathError(f"{flag}: {entry.path} is a symbolic link; grpolab copies "
+                raise OutputPathError(f"{flag}: {entry.path} is a symbolic link; grpolab {verb} "
                                       "only the files inside the folder, never through a link: "
                                       "remove it (or the folder) and rerun")
             if level < depth and entry.is_dir(follow_symlinks=False):
