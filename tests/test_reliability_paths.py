@@ -315,6 +315,9 @@ def test_atomically_written_results_keep_the_users_umask(mask, mode, tmp_path):
         os.umask(old)
     for name in ("a.txt", "b.json", "log.jsonl"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == mode, name
+    (tmp_path / "b.json").chmod(0o640)  # a file rewritten keeps the mode its owner gave it
+    write_json_atomic(tmp_path / "b.json", {"x": 2})
+    assert stat.S_IMODE((tmp_path / "b.json").stat().st_mode) == 0o640
 
 
 def test_a_plot_is_never_written_through_a_planted_link(tmp_path):

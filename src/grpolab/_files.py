@@ -622,15 +622,16 @@ def _umask() -> int:
     return mask
 
 
-def check_writable_target(path) -> None:
+def check_writable_target(path) -> os.stat_result | None:
     """Refuse (:class:`NotRegularFileError`) a path that exists and is not a regular file:
     grpolab writes only onto a regular file or a new path, never over a device, a FIFO, a
-    folder or a symbolic link (replacing ``/dev/full`` or a user's link is data loss too)."""
+    folder or a symbolic link (replacing ``/dev/full`` or a user's link is data loss too).
+    Returns the existing file's ``lstat`` (None for a new path)."""
     path = os.fspath(path)
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        return
+        return None
     if stat.S_ISLNK(st.st_mode):
         raise NotRegularFileError(f"{path} is a symbolic link; grpolab writes only onto a "
                                   "regular file or a new path, so it and its target are left "
@@ -639,6 +640,7 @@ def check_writable_target(path) -> None:
         raise NotRegularFileError(f"{path} is {_kind(st.st_mode)}, not a regular file; grpolab "
                                   "writes only onto a regular file or a new path, so it is "
                                   "left alone: name another path")
+    return st
 
 
 def write_atomic(path, data: bytes | str) -> None:
@@ -648,18 +650,20 @@ def write_atomic(path, data: bytes | str) -> None:
     on any error (``ENOSPC`` included) the temporary file is removed, the old file is left
     as it was, and the OSError is raised for the caller to report in one line. Only a
     regular file or a new path is written (:func:`check_writable_target`): a symbolic link,
-    a device or a FIFO at ``path`` is refused and left alone. The file gets the mode a
-    plain ``open`` would give it (0666 less the umask), not ``mkstemp``'s private 0600.
+    a device or a FIFO at ``path`` is refused and left alone. A new file gets the mode a
+    plain ``open`` would give it (0666 less the umask), not ``mkstemp``'s private 0600; a
+    file rewritten keeps its own mode (a user's ``chmod`` stays).
     """
     path = os.fspath(path)
     folder = os.path.dirname(path) or "."
     if isinstance(data, str):
         data = data.encode("utf-8")
-    check_writable_target(path)
+    old = check_writable_target(path)
+    mode = stat.S_IMODE(old.st_mode) if old is not None else 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
-            os.fchmod(fh.fileno(), 0o666 & ~_umask())
+            os.fchmod(fh.fileno(), mode)
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
