@@ -497,7 +497,20 @@ def test_an_unwritable_cache_is_refused_before_dequantizing(tmp_path, monkeypatc
     assert time.monotonic() - start < 2.0
     one_line(capsys.readouterr().err, f"GRPOLAB_CACHE {cache}: cannot write the "
              "SmolLM2 cache there")
-    # every loader of SmolLM2 (lab pass-rates, lab train --model smollm2) checks it too
+    # every command that loads SmolLM2 refuses it the same way, before torch
+    for argv in (["lab", "pass-rates", "--out", str(tmp_path / "pr")],
+                 ["lab", "train", "--preset", "gpu-smollm2", "--device", "cpu",
+                  "--out", str(tmp_path / "train")],
+                 ["lab", "sweep", "--preset", "gpu-smollm2", "--device", "cpu",
+                  "--out", str(tmp_path / "sweep")]):
+        code = (f"import sys; from grpolab.cli.main import main; c = main({argv!r}); "
+                "print(c, 'torch' in sys.modules)")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=_env(tmp_path, GRPOLAB_CACHE=str(cache)), timeout=120)
+        assert done.stdout.split() == ["2", "False"], (argv, done.stdout, done.stderr)
+        one_line(done.stderr, f"GRPOLAB_CACHE {cache}: cannot write the SmolLM2 cache there")
+        assert not (tmp_path / argv[-1]).exists()
+    # and the loader itself, for a notebook or a script
     with pytest.raises(OSError, match="cannot write the SmolLM2 cache"):
         sm.load_smollm2(device="cpu")
     with pytest.raises(OSError, match="the cache .*cannot write the SmolLM2 cache"):

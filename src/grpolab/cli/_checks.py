@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["CLIError", "answer_lines", "check_out_dir", "check_threads", "check_distinct"]
+__all__ = ["CLIError", "answer_lines", "check_model_cache", "check_out_dir", "check_threads",
+           "check_distinct"]
 
 
 class CLIError(Exception):
@@ -88,3 +89,13 @@ def answer_lines(stream, name: str):
             raise CLIError(f"--answers: cannot read {name} ({exc.strerror or exc}); nothing "
                            "more was answered") from None
         yield line
+
+
+def check_model_cache(model: str) -> None:
+    """For SmolLM2 (``model == "smollm2"``): its cache folder can be written, or is already
+    complete (:func:`grpolab.models.smollm2.check_cache_writable`), said at the door,
+    before torch is imported, not after the first load has dequantized for 15 s."""
+    if model == "smollm2":
+        from grpolab.models.smollm2 import check_cache_writable
+
+        check_cache_writable()

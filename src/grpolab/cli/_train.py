@@ -137,6 +137,9 @@ def _train_locked(args: argparse.Namespace, is_main: bool) -> int:
 
     overrides = {**_config_file(args.config), **config_overrides(args)}
     config = preset_run_config(args.preset, overrides, regime=args.regime)
+    from grpolab.cli._checks import check_model_cache
+
+    check_model_cache(config.model)  # an unwritable SmolLM2 cache: before torch
     if config.task != "word_problems":  # word problems load SmolLM2's tokenizer to render
         config.validate_prompts()
     check_device(config.device)

@@ -145,8 +145,12 @@ def run_sweep_cmd(args: argparse.Namespace) -> int:
 
 
 def _run_sweep_locked(args: argparse.Namespace) -> int:
+    from grpolab.cli._checks import check_model_cache
+    from grpolab.labs.sweep.presets import get_preset
     from grpolab.models.device import check_device
 
+    # an unwritable SmolLM2 cache: before torch (checking a preset's prompts may load it)
+    check_model_cache(config_overrides(args).get("model") or get_preset(args.preset).config.model)
     preset = build_preset(args)  # the flags (labs/gpu checks GPU flags on a CPU this way)
     check_device(preset.config.device)  # ... and this machine
     from grpolab.labs.sweep.sweep import run_sweep
