@@ -530,8 +530,9 @@ def test_atomic_write_keeps_the_old_file_on_any_error(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert target.read_text() == "old" and os.listdir(tmp_path) == ["f.json"]
     (tmp_path / "link").symlink_to(target)
-    _files.write_atomic(tmp_path / "link", "new")  # replaces the link, never writes through
-    assert target.read_text() == "old" and (tmp_path / "link").read_text() == "new"
+    with pytest.raises(_files.NotRegularFileError):  # neither written through nor replaced
+        _files.write_atomic(tmp_path / "link", "new")
+    assert target.read_text() == "old" and (tmp_path / "link").is_symlink()
 
 
 # ======================================================================================

@@ -56,12 +56,14 @@ __all__ = [
     "MAX_INT",
     "MAX_LINE_CHARS",
     "CorruptFileError",
+    "NotRegularFileError",
     "EnvironmentSettingError",
     "Field",
     "JSONSyntaxError",
     "NonFiniteNumberError",
     "check",
     "check_environment",
+    "check_writable_target",
     "env_folder",
     "folder_problem",
     "json_text",
@@ -703,21 +705,68 @@ def check(value, spec: Field, path, *, remedy: str | None = None, _trail=None) -
 # ------------------------------------------------------------------------------------------
 # Writing
 # ------------------------------------------------------------------------------------------
+class NotRegularFileError(ValueError):
+    """A write aimed at something that is not a regular file (a device such as
+    ``/dev/full``, a FIFO, a folder, a symbolic link): refused, and left as it was."""
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where the OS says it (Linux), else
+    by setting and restoring it."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def check_writable_target(path) -> os.stat_result | None:
+    """Refuse (:class:`NotRegularFileError`) a path that exists and is not a regular file:
+    grpolab writes only onto a regular file or a new path, never over a device, a FIFO, a
+    folder or a symbolic link (replacing ``/dev/full`` or a user's link is data loss too).
+    Returns the existing file's ``lstat`` (None for a new path)."""
+    path = os.fspath(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        raise NotRegularFileError(f"{path} is a symbolic link; grpolab writes only onto a "
+                                  "regular file or a new path, so it and its target are left "
+                                  "alone: remove the link, or name another path")
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegularFileError(f"{path} is {_kind(st.st_mode)}, not a regular file; grpolab "
+                                  "writes only onto a regular file or a new path, so it is "
+                                  "left alone: name another path")
+    return st
+
+
 def write_atomic(path, data: bytes | str) -> None:
     """Write ``data`` to ``path`` through a temporary file beside it, fsync, then rename.
 
     A reader, a kill or a full disk sees the old file or the new one, never a torn one:
     on any error (``ENOSPC`` included) the temporary file is removed, the old file is left
-    as it was, and the OSError is raised for the caller to report in one line. A symlink
-    at ``path`` is replaced, not written through.
+    as it was, and the OSError is raised for the caller to report in one line. Only a
+    regular file or a new path is written (:func:`check_writable_target`): a symbolic link,
+    a device or a FIFO at ``path`` is refused and left alone. A new file gets the mode a
+    plain ``open`` would give it (0666 less the umask), not ``mkstemp``'s private 0600; a
+    file rewritten keeps its own mode (a user's ``chmod`` stays).
     """
     path = os.fspath(path)
     folder = os.path.dirname(path) or "."
     if isinstance(data, str):
         data = data.encode("utf-8")
+    old = check_writable_target(path)
+    mode = stat.S_IMODE(old.st_mode) if old is not None else 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), mode)
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())

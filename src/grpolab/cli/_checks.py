@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["CLIError", "check_out_dir", "check_threads", "check_distinct"]
+__all__ = ["CLIError", "answer_lines", "check_model_cache", "check_out_dir", "check_threads",
+           "check_distinct"]
 
 
 class CLIError(Exception):
@@ -19,8 +20,11 @@ class CLIError(Exception):
     (:func:`grpolab.cli.main.main`)."""
 
 
-def check_out_dir(path: str | os.PathLike | None, flag: str = "--out") -> None:
-    """Refuse an output folder that is a file, lies under a file, or cannot be written."""
+def check_out_dir(path: str | os.PathLike | None, flag: str = "--out",
+                  kind: str | None = None) -> None:
+    """Refuse an output folder that is a file, lies under a file, or cannot be written, and
+    one the command may not own (:func:`grpolab._paths.check_output_folder`: the root, a
+    home folder, a path too long, a folder inside or over another ``kind`` of result)."""
     if path is None:
         return
     text = os.fspath(path)
@@ -31,6 +35,8 @@ def check_out_dir(path: str | os.PathLike | None, flag: str = "--out") -> None:
     except UnicodeEncodeError:
         raise ValueError(f"{flag} {ascii(os.fsencode(text))[2:-1]}: the path is not valid "
                          "UTF-8; name a folder whose path is UTF-8 text") from None
+    from grpolab._paths import check_output_folder
+
     full = os.path.abspath(text)
     if os.path.exists(full) and not os.path.isdir(full):
         raise ValueError(f"{flag} {text} is a file, not a folder; name a folder (it is created "
@@ -43,6 +49,7 @@ def check_out_dir(path: str | os.PathLike | None, flag: str = "--out") -> None:
         ancestor = parent
     if not os.path.isdir(ancestor):
         raise ValueError(f"{flag} {text}: {ancestor} is a file, so no folder can be made under it")
+    check_output_folder(text, kind, flag)
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise ValueError(f"{flag} {text}: {ancestor} is not writable; name a folder you can "
                          "write to")
@@ -63,3 +70,32 @@ def check_distinct(values, flag: str) -> None:
     if values is not None and len(set(values)) != len(values):
         twice = sorted({v for v in values if list(values).count(v) > 1})
         raise ValueError(f"{flag} lists {', '.join(map(str, twice))} more than once")
+
+
+def answer_lines(stream, name: str):
+    """The lines of an answers stream (``--answers FILE``, a pipe, stdin), bounded by
+    :func:`grpolab._files.read_lines`, with a failure to *read* it (an I/O error half-way,
+    ``--answers /proc/self/mem``) said as what it is, naming the file, instead of surfacing
+    later as some other failure (it was reported as "cannot save the progress file None")."""
+    from grpolab._files import read_lines
+
+    lines = read_lines(stream, name, "an answers file")
+    while True:
+        try:
+            line = next(lines)
+        except StopIteration:
+            return
+        except OSError as exc:
+            raise CLIError(f"--answers: cannot read {name} ({exc.strerror or exc}); nothing "
+                           "more was answered") from None
+        yield line
+
+
+def check_model_cache(model: str) -> None:
+    """For SmolLM2 (``model == "smollm2"``): its cache folder can be written, or is already
+    complete (:func:`grpolab.models.smollm2.check_cache_writable`), said at the door,
+    before torch is imported, not after the first load has dequantized for 15 s."""
+    if model == "smollm2":
+        from grpolab.models.smollm2 import check_cache_writable
+
+        check_cache_writable()

@@ -49,7 +49,13 @@ def run_pass_rates(args: argparse.Namespace) -> int:
     from grpolab.labs.pass_rates import PassRateConfig, measure_pass_rates
     from grpolab.models.device import check_device
 
-    check_out_dir(args.out)
+    check_out_dir(args.out, kind="pass-rates")
+    from grpolab.grpo.fields import check_temperature
+
+    check_temperature(args.temperature)  # the sweep's bound, before torch and the model
+    from grpolab.cli._checks import check_model_cache
+
+    check_model_cache(args.model)  # an unwritable SmolLM2 cache: before torch
     check_threads(args.threads)
     with output_lock(args.out):  # first: a second measurement on OUT is refused at once
         check_device(args.device)

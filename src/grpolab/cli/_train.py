@@ -120,7 +120,7 @@ def run_train(args: argparse.Namespace) -> int:
     from grpolab.cli._checks import CLIError, check_out_dir, check_threads
     from grpolab.grpo.records import output_lock
 
-    check_out_dir(args.out)
+    check_out_dir(args.out, kind="run")
     check_out_dir(args.cache, "--cache")
     check_threads(args.threads)
     if args.lora_r < 0:
@@ -137,20 +137,25 @@ def _train_locked(args: argparse.Namespace, is_main: bool) -> int:
 
     overrides = {**_config_file(args.config), **config_overrides(args)}
     config = preset_run_config(args.preset, overrides, regime=args.regime)
+    from grpolab.cli._checks import check_model_cache
+
+    check_model_cache(config.model)  # an unwritable SmolLM2 cache: before torch
     if config.task != "word_problems":  # word problems load SmolLM2's tokenizer to render
         config.validate_prompts()
     check_device(config.device)
+    if args.threads is not None:
+        import torch
+
+        # before any key is computed: the warm start's key holds the thread count, so the
+        # finished-run check of a rerun must see the threads the run was trained with
+        torch.set_num_threads(args.threads)
     summary = finished_run(args.out, config, what="a run summary (grpolab lab train)")
     if summary is not None:
         if is_main:
             print(f"{args.out} holds a finished run of this config; not training again")
     else:
-        import torch
-
         from grpolab.grpo.backends import train
 
-        if args.threads is not None:
-            torch.set_num_threads(args.threads)
         summary = train(config, args.out, cache_dir=args.cache, progress=not args.quiet,
                         use_vllm=args.use_vllm, lora_r=args.lora_r)
     if is_main:

@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _session(args, rubrics, progress, path) -> int:
-    from grpolab._files import read_lines
+    from grpolab.cli._checks import answer_lines
     from grpolab.drill.interview import plan, run_interview
 
     steps = plan(rubrics, progress, chain=args.chain, max_items=args.n,
@@ -103,10 +103,10 @@ def _session(args, rubrics, progress, path) -> int:
             handle = open(args.answers, encoding="utf-8")  # noqa: SIM115 - closed below
         except OSError as exc:
             raise CLIError(f"--answers: cannot read {args.answers!r}: {exc.strerror}") from None
-        answers = _lines(read_lines(handle, args.answers, "an answers file"))
+        answers = _lines(answer_lines(handle, args.answers))
         interactive = False
     elif args.answers == "-" or not sys.stdin.isatty():
-        answers, interactive = _lines(read_lines(sys.stdin, "stdin", "answers")), False
+        answers, interactive = _lines(answer_lines(sys.stdin, "stdin")), False
     else:
         answers, interactive = _prompts(), True
 
@@ -118,6 +118,8 @@ def _session(args, rubrics, progress, path) -> int:
         result = run_interview(steps, rubrics, answers, sys.stdout, interactive=interactive,
                                progress=progress, seed=seed)
     except OSError as exc:  # a full disk, a folder made read-only: the last good file stays
+        if path is None:  # nothing is saved with --no-progress: say what really failed
+            raise CLIError(f"the session stopped: {exc.strerror or exc}") from None
         raise CLIError(f"cannot save the progress file {path} ({exc.strerror or exc}); it "
                        "still holds every answer saved before this item") from None
     finally:

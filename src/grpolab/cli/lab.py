@@ -33,8 +33,11 @@ def register(sub) -> None:
                             "skipped. Ctrl-C is safe. Every flag below the first group is a "
                             "field of the sweep, of its regimes or of the runs' GRPOConfig, "
                             "documented by that field; an unset flag keeps the preset's value.")
-    sw.add_argument("--preset", required=True, help="cpu-quick, cpu-full, gpu or gpu-smollm2 "
-                    "(see 'grpolab lab presets')")
+    from grpolab.labs.sweep.presets import PRESETS, Regime
+
+    # the list comes from PRESETS itself, so a new preset (cpu-compute) is never left out
+    sw.add_argument("--preset", required=True, help=f"one of {', '.join(PRESETS)} (see "
+                    "'grpolab lab presets')")
     sw.add_argument("--out", required=True, help="output directory")
     sw.add_argument("--regimes", nargs="+", metavar="NAME",
                     help="only these regimes of the preset (e.g. mixed hard)")
@@ -43,7 +46,6 @@ def register(sub) -> None:
                     "(small values are for smoke tests)")
     sw.add_argument("--no-plots", action="store_true", help="skip the plots")
     sw.add_argument("--quiet", action="store_true", help="no progress bars")
-    from grpolab.labs.sweep.presets import Regime
 
     add_config_arguments(sw, _sweep_defaults(), aliases={"group_sizes": ["--G"],
                                                          "torch_threads": ["--threads"]},
@@ -103,7 +105,7 @@ def build_preset(args: argparse.Namespace):
     from grpolab.grpo.config import RULES, check_field
     from grpolab.labs.sweep.presets import Regime, SweepPreset, get_preset
 
-    check_out_dir(args.out)
+    check_out_dir(args.out, kind="sweep")
     sweep_over = config_overrides(args, SweepPreset, SWEEP_PREFIX)
     regime_over = config_overrides(args, Regime, REGIME_PREFIX)
     config_over = config_overrides(args)
@@ -111,6 +113,11 @@ def build_preset(args: argparse.Namespace):
     for G in sweep_over.get("group_sizes") or ():  # before a regime divides its budget by G
         check_field("num_generations", G, RULES["num_generations"])
     if args.warmstart_steps is not None:
+        given = config_over.get("warmstart")
+        if isinstance(given, dict) and "steps" in given:  # two values for one field
+            raise ValueError(f"--warmstart-steps {args.warmstart_steps} and --warmstart's "
+                             f"\"steps\": {given['steps']!r} both set the warm-start steps; "
+                             "give one of them")
         config_over["warmstart"] = {**config_over.get("warmstart", {}),
                                     "steps": args.warmstart_steps}
     regimes = get_preset(args.preset).regimes
@@ -132,14 +139,18 @@ def run_sweep_cmd(args: argparse.Namespace) -> int:
     from grpolab.cli._checks import check_out_dir
     from grpolab.grpo.records import output_lock
 
-    check_out_dir(args.out)
+    check_out_dir(args.out, kind="sweep")
     with output_lock(args.out):  # first: a second sweep on --out is refused at once
         return _run_sweep_locked(args)
 
 
 def _run_sweep_locked(args: argparse.Namespace) -> int:
+    from grpolab.cli._checks import check_model_cache
+    from grpolab.labs.sweep.presets import get_preset
     from grpolab.models.device import check_device
 
+    # an unwritable SmolLM2 cache: before torch (checking a preset's prompts may load it)
+    check_model_cache(config_overrides(args).get("model") or get_preset(args.preset).config.model)
     preset = build_preset(args)  # the flags (labs/gpu checks GPU flags on a CPU this way)
     check_device(preset.config.device)  # ... and this machine
     from grpolab.labs.sweep.sweep import run_sweep
@@ -178,6 +189,7 @@ def run_plot_cmd(args: argparse.Namespace) -> int:
     path = os.path.join(args.out, "summary.json")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no summary.json in {args.out}: run 'grpolab lab sweep' first")
+    check_out_dir(args.out, kind="sweep")
     check_out_dir(os.path.join(args.out, "plots"))
     with output_lock(args.out):  # plots are written into --out: not while a sweep writes it
         from grpolab.results import read_sweep_summary

@@ -39,9 +39,9 @@ def register(sub) -> None:
 def _lines(stream, name: str):
     """Answer lines from a file or pipe, skipping # comments; each line is bounded
     (:func:`grpolab._files.read_lines`), so ``--answers /dev/zero`` is one error line."""
-    from grpolab._files import read_lines
+    from grpolab.cli._checks import answer_lines
 
-    for line in read_lines(stream, name, "an answers file"):
+    for line in answer_lines(stream, name):
         if not line.lstrip().startswith("#"):
             yield line
 

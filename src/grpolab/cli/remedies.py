@@ -8,6 +8,7 @@ plot. ``--list`` prints the items and their arms.
 from __future__ import annotations
 
 import argparse
+import os
 
 from grpolab.cli._config_args import add_config_arguments, config_overrides
 
@@ -67,13 +68,17 @@ def run_remedies_cmd(args: argparse.Namespace) -> int:
     from grpolab.cli._checks import check_distinct, check_out_dir, check_threads
 
     out = args.out or f"runs/remedies/{args.item}"
-    check_out_dir(out)
+    check_out_dir(out, kind="remedies")
     check_out_dir(args.cache, "--cache")
     check_out_dir(args.pool, "--pool")
-    check_out_dir(args.publish, "--publish")
+    check_out_dir(args.publish, "--publish", kind="remedies")
     check_threads(args.threads)
     check_distinct(args.seeds, "--seeds")
     check_distinct(args.arms, "--arms")
+    from grpolab._paths import check_no_links
+
+    # the pool's runs are copied into OUT: none may be a link out of the pool
+    check_no_links(args.pool or os.path.join(out, "_pool"), "--pool")
     from grpolab.grpo.records import output_lock
 
     with output_lock(out):  # first: a second runner on OUT is refused at once

@@ -56,9 +56,15 @@ def run_prepare(args: argparse.Namespace) -> int:
         args.threads = cores
     if args.json and not args.time_loads:
         raise CLIError("--json needs --time-loads")
-    import torch
+    if args.json:  # a device, a FIFO, a link or a path too long: refused before the minute of work
+        from grpolab._paths import check_output_file
 
-    from grpolab.models import smollm2
+        check_output_file(args.json, "--json")
+    from grpolab.models import smollm2  # torch-free until a model is loaded
+
+    if not args.time_loads:  # an unwritable cache: said now, not after dequantizing
+        smollm2.check_cache_writable()
+    import torch
 
     torch.set_num_threads(args.threads)
     if not args.time_loads:
@@ -73,9 +79,8 @@ def run_prepare(args: argparse.Namespace) -> int:
           f"{t['parameters'] / 1e6:.1f}M parameters")
     if args.json:
         t.update(grpolab_version=__version__, threads=args.threads)
-        tmp = f"{args.json}.tmp"
-        with open(tmp, "w") as f:
-            json.dump(t, f, indent=1)
-        os.replace(tmp, args.json)
+        from grpolab._files import write_atomic
+
+        write_atomic(args.json, json.dumps(t, indent=1))  # only onto a regular file or a new path
         print(f"wrote {args.json}")
     return 0

@@ -1196,16 +1196,14 @@ def render_workbook() -> str:
 
 def write_workbook(path: str | None = None) -> str:
     """Write :func:`render_workbook` to ``path`` (default: the book page under the repo root)."""
-    import os
     from pathlib import Path
 
+    from grpolab._files import write_atomic
     from grpolab._paths import checkout_root
 
     target = Path(path) if path else checkout_root() / WORKBOOK_PATH
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".md.tmp")
-    tmp.write_text(render_workbook(), encoding="utf-8")
-    os.replace(tmp, target)
+    write_atomic(target, render_workbook())  # only onto a regular file or a new path
     return str(target)
 
 

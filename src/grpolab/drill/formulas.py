@@ -504,6 +504,7 @@ def render_sheet() -> str:
 
 def write_pages(root: str | os.PathLike | None = None) -> list[str]:
     """Write both generated pages under ``root`` (default: the checkout); return their paths."""
+    from grpolab._files import write_atomic
     from grpolab._paths import checkout_root
 
     base = Path(root) if root else checkout_root()
@@ -512,9 +513,7 @@ def write_pages(root: str | os.PathLike | None = None) -> list[str]:
                       (SHEET_PATH, render_sheet())):
         target = base / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".md.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, target)
+        write_atomic(target, text)  # only onto a regular file or a new path
         written.append(str(target))
     return written
 

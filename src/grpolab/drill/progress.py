@@ -75,9 +75,35 @@ class ProgressError(ValueError):
 def default_path() -> Path:
     """``$XDG_DATA_HOME/grpolab/drill-progress.json``, else ``~/.local/share/grpolab/...``.
 
-    An ``XDG_DATA_HOME`` that names a file is refused naming the variable."""
-    base = env_folder("XDG_DATA_HOME") or Path(os.path.expanduser("~")) / ".local" / "share"
+    An ``XDG_DATA_HOME`` that names a file is refused naming the variable; a relative one
+    is ignored, as the XDG Base Directory specification says ("If an implementation
+    encounters a relative path in any of these variables it should consider the path
+    invalid and ignore it"): it would put the file wherever the command happens to run."""
+    value = os.environ.get("XDG_DATA_HOME", "")
+    base = (env_folder("XDG_DATA_HOME") if os.path.isabs(value) else None) or Path(
+        os.path.expanduser("~")) / ".local" / "share"
     return Path(base) / "grpolab" / FILE_NAME
+
+
+def _check_consistent(path: Path, doc: dict) -> None:
+    """Values that each fit the schema but cannot all be true, refused before the file is
+    used or rewritten (a rewrite would make the impossible history look real): more
+    passes than times asked, an item last asked in a session after the last one counted
+    (a session from the future)."""
+    sessions = doc["sessions"]
+    for key, rec in doc["items"].items():
+        asked, passed = rec.get("asked"), rec.get("passed")
+        if asked is not None and passed is not None and passed > asked:
+            raise ProgressError(f"progress file {path}: item {key!r} was passed {passed} times "
+                                f"but asked only {asked}, which cannot be; {_HINT}")
+        last = rec.get("last_session")
+        if last is not None and last > sessions:
+            raise ProgressError(f"progress file {path}: item {key!r} was last asked in session "
+                                f"{last}, but the file counts only {sessions} session(s) (a "
+                                f"session from the future); {_HINT}")
+        if asked == 0 and (passed or last or "last_passed" in rec):
+            raise ProgressError(f"progress file {path}: item {key!r} was never asked but has "
+                                f"a last answer; {_HINT}")
 
 
 def _lock_name(path: Path) -> str:
@@ -131,6 +157,7 @@ class Progress:
             check(doc, SCHEMA, p, remedy=_HINT)
         except CorruptFileError as exc:
             raise ProgressError(f"progress file {exc}") from None
+        _check_consistent(p, doc)
         return cls(p, doc["sessions"], doc["items"])
 
     @classmethod

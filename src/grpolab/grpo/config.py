@@ -21,6 +21,7 @@ from grpolab.advantages import BASELINES, SCALES
 from grpolab.grpo.fields import (
     MAX_COUNT,
     MAX_SEED,
+    TEMPERATURE_RULE,
     Rule,
     bad_field,
     check_field,
@@ -324,7 +325,7 @@ RULES: dict[str, Rule] = {
     "advantage_ddof": Rule("choice", choices=(0, 1)),
     "learning_rate": Rule("real", 0, 1, low_open=True,
                           why="AdamW diverges far below that"),
-    "temperature": Rule("real", 1e-3, 100, why="logits / T overflows or flattens beyond"),
+    "temperature": TEMPERATURE_RULE,  # shared with lab pass-rates
     "advantage_eps": Rule("real", 0, None, low_open=True),
     "beta": Rule("real", 0), "max_grad_norm": Rule("real", 0),
     "epsilon": Rule("real", 0, 1, high_open=True, why="the ratio is clipped to [1 - ε, 1 + ε]"),

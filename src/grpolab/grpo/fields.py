@@ -128,3 +128,15 @@ def field_docs(cls: type) -> dict[str, str]:
                 and isinstance(nxt.value.value, str)):
             docs[node.target.id] = " ".join(nxt.value.value.split())
     return docs
+
+
+#: The sampling temperature's bound, shared by every command that samples (``lab sweep``,
+#: ``lab train``, ``remedies`` through GRPOConfig, and ``lab pass-rates``): below 1e-3
+#: ``logits / T`` overflows float32 to inf; above 100 the distribution is flat.
+TEMPERATURE_RULE = Rule("real", 1e-3, 100, why="logits / T overflows or flattens beyond")
+
+
+def check_temperature(value, flag_prefix: str = "") -> None:
+    """Refuse a sampling temperature outside :data:`TEMPERATURE_RULE`, naming
+    ``--temperature``: one bound and one message for every command."""
+    check_field("temperature", value, TEMPERATURE_RULE, flag_prefix)

@@ -138,6 +138,9 @@ def output_lock(out: str | os.PathLike):
         raise LockError(f"{out} lies inside {folder}, which is in use by another grpolab run "
                         f"(pid {pid if pid is not None else 'unknown'}); wait for it to "
                         "finish, or pass another output folder", pid)
+    from grpolab._paths import check_path_length
+
+    check_path_length(out, "the output folder")  # a path too long: before any folder is made
     made = _first_missing(out)
     os.makedirs(out, exist_ok=True)
     with exclusive_lock(out, LOCK_NAME, holder="another grpolab run",
@@ -198,6 +201,19 @@ EVAL_KEYS = ("eval_greedy_accuracy", "eval_sampled_accuracy",
              "eval_greedy_accuracy_by_difficulty", "eval_sampled_accuracy_by_difficulty")
 
 
+def _open_new_log(path: str):
+    """A fresh ``log.jsonl`` opened for writing: the old log (a regular file) is unlinked
+    and a new file created with ``O_EXCL | O_NOFOLLOW``, so a ``log.jsonl`` planted as a
+    symbolic link or a hard link never truncates the file it points at, and a device or a
+    FIFO is refused (:func:`grpolab._files.check_writable_target`), left as it was."""
+    _files.check_writable_target(path)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_CLOEXEC", 0))
+    return os.fdopen(os.open(path, flags, 0o666), "w")
+
+
 class RunLog:
     """One run's ``log.jsonl`` (a JSON line per step, written as it happens) and its
     ``summary.json`` (written last and atomically: its presence marks a finished run).
@@ -214,7 +230,7 @@ class RunLog:
         self.rows: list[dict] = []
         # a restarted run starts its log afresh
         self._path = os.path.join(self.out_dir, "log.jsonl")
-        self._file = open(self._path, "w") if is_main else None
+        self._file = _open_new_log(self._path) if is_main else None
 
     def elapsed(self) -> float:
         """Seconds since the log was opened (just before the first evaluation)."""

@@ -7,7 +7,6 @@ The labs (:mod:`grpolab.labs.sweep`, :mod:`grpolab.labs.remedies`,
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
@@ -74,23 +73,28 @@ FIGURE_STYLE = {"font.size": 12, "axes.titlesize": 12, "legend.fontsize": 10,
 def save_figure(fig, out_dir: str | os.PathLike, name: str, dpi: int = 100) -> list[str]:
     """Write ``fig`` as ``name.png`` and ``name.svg`` in ``out_dir`` and close it.
 
-    Each file is written to a temporary name and renamed, so an interrupted run never leaves
-    half a plot; the SVG carries no date, so reruns give identical files.
+    Each file is drawn in memory and written through :func:`grpolab._files.write_atomic`
+    (a temporary file of an unpredictable name, then a rename, only onto a regular file or a
+    new path), so an interrupted run never leaves half a plot and a planted link is never
+    written through; the SVG carries no date, so reruns give identical files.
     """
+    import io
+
     import matplotlib.pyplot as plt
+
+    from grpolab._files import write_atomic
 
     out_dir = os.fspath(out_dir)
     paths = []
     try:
         for ext in ("png", "svg"):
             path = os.path.join(out_dir, f"{name}.{ext}")
-            tmp = os.path.join(out_dir, f".{name}.tmp-{os.getpid()}.{ext}")
+            buf = io.BytesIO()
             try:
-                fig.savefig(tmp, dpi=dpi, metadata={"Date": None} if ext == "svg" else None)
-                os.replace(tmp, path)
+                fig.savefig(buf, format=ext, dpi=dpi,
+                            metadata={"Date": None} if ext == "svg" else None)
+                write_atomic(path, buf.getvalue())
             except OSError as exc:  # a full disk: one line, no half plot left behind
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
                 raise OSError(exc.errno, f"could not write {path} ({exc.strerror or exc}); "
                               "free space and rerun") from None
             paths.append(path)

@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from grpolab._validate import as_positive_int
+from grpolab.grpo.fields import check_temperature
 
 __all__ = ["PassRateConfig", "measure", "summarize", "plot", "measure_pass_rates",
            "RESULTS_FILE",
@@ -80,8 +81,7 @@ class PassRateConfig:
         as_positive_int(self.seed, "seed", minimum=0, maximum=2**32 - 1)
         if self.split not in ("eval", "train"):
             raise ValueError(f"split must be 'eval' or 'train', got {self.split!r}")
-        if not (isinstance(self.temperature, int | float) and 0 < self.temperature <= 100):
-            raise ValueError(f"temperature must be in (0, 100], got {self.temperature!r}")
+        check_temperature(self.temperature)  # the bound of every command that samples
         if not (isinstance(self.top_p, int | float) and 0 < self.top_p <= 1):
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
         if not isinstance(self.model, str) or not self.model:
@@ -136,9 +136,15 @@ def measure(model, tokenizer, task, prompts, config: PassRateConfig, *, done: li
             continue
         gen = torch.Generator(device=device).manual_seed(config.seed * 1_000_000 + j)
         start = time.perf_counter()
-        roll = sample(model, tokenizer, [_render(tokenizer, task, prompt)], config.samples,
-                      max_new_tokens=config.max_new_tokens, temperature=config.temperature,
-                      top_p=config.top_p, generator=gen)
+        try:
+            roll = sample(model, tokenizer, [_render(tokenizer, task, prompt)], config.samples,
+                          max_new_tokens=config.max_new_tokens, temperature=config.temperature,
+                          top_p=config.top_p, generator=gen)
+        except FloatingPointError:  # the sampler's own advice names a training flag
+            raise FloatingPointError(
+                f"{config.model}'s next-token distribution is not finite (NaN or inf logits) "
+                f"at --temperature {config.temperature:g} on prompt {j}: this model cannot be "
+                "sampled as it is; check its checkpoint, or raise --temperature") from None
         rewards = [float(task.reward(prompt, s)) for s in roll.texts]
         records[j] = {
             "index": j, "text": prompt.text, "answer": prompt.answer,

