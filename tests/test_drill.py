@@ -40,9 +40,33 @@ def _pages() -> set[str]:
             if "_build" not in p.parts}
 
 
+def _section_anchors(doc: str) -> set[str]:
+    """The ids Sphinx gives the sections of a page: each heading's docutils id and each
+    MyST label, read from the source."""
+    from docutils.nodes import make_id
+
+    text = (BOOK / f"{doc}.md").read_text(encoding="utf-8")
+    ids = {make_id(h) for h in re.findall(r"^#{1,6} (.+)$", text, re.M)}
+    return ids | {make_id(lbl) for lbl in re.findall(r"^\(([\w-]+)\)=$", text, re.M)}
+
+
+def test_every_section_anchor_of_the_drill_names_a_section():
+    """Rubric points (docname#anchor) and quiz questions link to sections that exist."""
+    refs = [p.chapter for i in RUBRICS.items.values() for p in i.rubric]
+    refs += [q.page for seed in range(30) for q in quiz.generate_questions(12, seed)]
+    anchored = {r for r in refs if "#" in r}
+    assert len(anchored) >= 8
+    for ref in sorted(anchored):
+        doc, _, anchor = ref.partition("#")
+        assert anchor in _section_anchors(doc), ref
+    with pytest.raises(AssertionError):  # a planted bad anchor is caught
+        assert "no-such-section" in _section_anchors("theory/03-zero-variance")
+
+
 def test_every_chapter_link_resolves_to_a_book_page():
     pages = _pages()
-    links = [(i.id, p.chapter) for i in RUBRICS.items.values() for p in i.rubric]
+    links = [(i.id, p.chapter.partition("#")[0]) for i in RUBRICS.items.values()
+             for p in i.rubric]
     links += [("topics", c) for c in RUBRICS.topics.values()]
     missing = [(who, c) for who, c in links if c not in pages]
     assert missing == [], missing
@@ -216,7 +240,8 @@ def test_run_interview_scores_topics_and_lists_pages(tmp_path):
     summary = "\n".join(res.lines())
     assert "score by topic:" in summary and "pages to reread:" in summary
     for page in res.reread:
-        assert (BOOK / f"{page}.md").is_file()
+        assert (BOOK / f"{page.partition('#')[0]}.md").is_file()
+    assert ".md" not in summary.split("pages to reread:", 1)[1]
     saved = Progress.load(tmp_path / "p.json")
     assert set(saved.items) == {s.id for s in steps} and saved.sessions == 1
 
