@@ -45,7 +45,8 @@ def _section_anchors(doc: str) -> set[str]:
     MyST label, read from the source."""
     from docutils.nodes import make_id
 
-    text = (BOOK / f"{doc}.md").read_text(encoding="utf-8")
+    text = re.sub(r"^(```|~~~).*?^\1[ \t]*$", "", (BOOK / f"{doc}.md").read_text(encoding="utf-8"),
+                  flags=re.M | re.S)  # a "# comment" in a code cell is no heading
     ids = {make_id(h) for h in re.findall(r"^#{1,6} (.+)$", text, re.M)}
     return ids | {make_id(lbl) for lbl in re.findall(r"^\(([\w-]+)\)=$", text, re.M)}
 
@@ -444,3 +445,57 @@ def test_interactive_drill_on_a_pty_stops_cleanly_on_sigint(tmp_path):
 def test_step_numeric_flag():
     assert Step("c", "quiz:zero_variance").numeric and Step("c", "exercise:x").numeric
     assert not Step("c", "card1-open").numeric
+
+
+# ------------------------------------------------------------------------------------------
+# The items a candidate asked for, the answers page and the must-know sheet (issue 35)
+# ------------------------------------------------------------------------------------------
+def test_new_items_cover_the_reader_tests_gaps():
+    items = RUBRICS.items
+
+    def said(i):
+        return " ".join([i.question, i.answer_30s, *(p.point for p in i.rubric), i.why_wrong])
+
+    bias = said(items["followup-difficulty-bias"])
+    assert "1/√(p(1−p))" in bias and "scale_rewards" in bias and "counter-view" in bias
+    assert "2508.13755" in bias  # the counter-view is cited, not asserted
+    assert "exp" in said(items["followup-gspo"]) and "2507.18071" in said(items["followup-gspo"])
+    assert "(U−1)/2" in said(items["followup-num-iterations"])
+    trl = said(items["followup-trl-batch"])
+    assert "PR #2776" in trl and "16 prompts" in trl and "count prompts" in trl
+    rec = said(items["followup-what-recipes-used"])
+    for fact in ("Skywork-OR1", "DeepScaleR", "PPO", "Qwen3", "Kimi k1.5", "do not disclose"):
+        assert fact in rec, fact
+
+
+def test_answers_page_is_built_from_the_drills_file():
+    from grpolab.drill import answers_page
+
+    page = (BOOK / "interview" / "05-thirty-second-answers.md").read_text(encoding="utf-8")
+    assert "answers_html()" in page and ":tags: [remove-input]" in page
+    html = answers_page.answers_html(BOOK)
+    for item in RUBRICS.items.values():  # every question, its 30-second answer and its trap
+        for text in (item.question, item.answer_30s, item.trap):
+            assert answers_page.html.escape(text) in html, item.id
+    assert html.count('class="grpolab-answer"') == len(RUBRICS.items)
+    assert 'href="../theory/06-normalization.html#dr-grpo-s-difficulty-bias"' in html
+    # a stale section link fails the build rather than pointing nowhere
+    with pytest.raises(ValueError, match="no section"):
+        answers_page.section_title(BOOK, "theory/03-zero-variance#no-such-section")
+
+
+def test_must_know_sheet_is_current_and_its_numbers_are_theorys():
+    from grpolab import theory
+    from grpolab.drill import must_know
+
+    committed = (ROOT / must_know.PAGE_PATH).read_text(encoding="utf-8")
+    assert committed == must_know.render_page(), (
+        "stale: run `python -m grpolab.drill.must_know --write`")
+    assert 8 <= len(must_know.MUST_KNOW) <= 12
+    assert committed.count("\n$$\n") == 2 * len(must_know.MUST_KNOW)
+    examples = must_know.worked_examples()
+    # independent recomputations of three of the worked numbers
+    assert "0.6562" in examples[2] and 0.9 ** 4 + 0.1 ** 4 == pytest.approx(0.6562, abs=1e-4)
+    assert "1.5" in examples[7] and 0.75 / (4 / 3 * 0.1875) ** 0.5 == pytest.approx(1.5)
+    assert "10,055" in examples[6]
+    assert theory.rloo_scale_factor(8) == pytest.approx(7 / 8) and "0.875" in examples[8]
