@@ -335,6 +335,7 @@ def test_quiz_names_the_exercise_checkers_slips():
     # The same sentence as the exercise checker's (one slip table, not a copy).
     ex = exercises.check("binary-advantage-g4-k1", 1.732).message
     assert ex in out and ex == slips.advantage(1, 4, 1, True)[0].message
+    assert "slip: -1.5 has the wrong sign" in _session([adv], ["-1.5"])
     # A wrong answer that is no usual slip is not called one.
     assert "slip:" not in _session([zv], ["0.3"])
     # The right answer is never called a slip, even where a slip value would be close.

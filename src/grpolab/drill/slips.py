@@ -60,8 +60,13 @@ def advantage(k: int, G: int, ddof: int, correct: bool) -> tuple[Slip, ...]:
         other = Slip(centred / unbiased, f"{_num(centred / unbiased)} uses the unbiased std "
                      f"(ddof = 1, as TRL does); the question asks for np.std (ddof = 0), "
                      f"which is smaller by √({G - 1}/{G}).")
+    right = centred / (unbiased if ddof == 1 else biased)
+    sign = ("an incorrect completion scores below the group mean, so its advantage is "
+            "negative" if not correct else "a correct completion scores above the group mean, "
+            "so its advantage is positive")
     return (other, Slip(centred, f"{_num(centred)} is the centred reward r − mean, before "
-                        "dividing by the std."))
+                        "dividing by the std."),
+            Slip(-right, f"{_num(-right)} has the wrong sign: {sign}."))
 
 
 def budget_informative(budget: int, G: int, p: float) -> tuple[Slip, ...]:
