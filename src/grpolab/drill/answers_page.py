@@ -22,6 +22,8 @@ __all__ = ["answers_html", "section_title"]
 
 #: The page, as a docname: links are written relative to its folder.
 PAGE = "interview/05-thirty-second-answers"
+#: Topic headings where the chapter's own title would not say what the questions are about.
+TOPIC_TITLES = {"recipes": "What recipes used, and where it is written"}
 
 
 def _make_id(title: str) -> str:
@@ -102,7 +104,7 @@ def answers_html(book: str | Path | None = None) -> str:
         items = [i for i in rubrics.items.values() if i.topic == topic]
         if not items:
             continue
-        title = section_title(book, chapter)
+        title = TOPIC_TITLES.get(topic) or section_title(book, chapter)
         toc.append(f'<li><a href="#topic-{e(topic)}">{e(title)}</a> ({len(items)})</li>')
         parts.append(f'<h2 class="grpolab-answers-topic" id="topic-{e(topic)}">{e(title)}</h2>')
         parts += [_item_html(i, rubrics, book) for i in items]
