@@ -499,3 +499,28 @@ def test_must_know_sheet_is_current_and_its_numbers_are_theorys():
     assert "1.5" in examples[7] and 0.75 / (4 / 3 * 0.1875) ** 0.5 == pytest.approx(1.5)
     assert "10,055" in examples[6]
     assert theory.rloo_scale_factor(8) == pytest.approx(7 / 8) and "0.875" in examples[8]
+
+
+def _recipe_rows(text: str) -> list[list[str]]:
+    """The rows of the sources appendix's recipes table (the first table of its section)."""
+    section = text.split("## The G that published recipes used", 1)[1].split("\n## ", 1)[0]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| ") and "---" not in ln]
+    return [[c.strip() for c in ln.strip("|").split(" | ")] for ln in rows[1:]]
+
+
+def _untagged(rows: list[list[str]]) -> list[str]:
+    """Rows whose G is neither tagged [P]/[A]/[S] by its source nor 'not disclosed'."""
+    return [r[0] for r in rows
+            if not re.search(r"\[(P|A|S)[\],]", r[0]) and r[1] != "not disclosed"]
+
+
+def test_recipes_table_lists_ten_recipes_each_tagged_or_not_disclosed():
+    rows = _recipe_rows((BOOK / "appendix" / "90-sources.md").read_text(encoding="utf-8"))
+    assert len(rows) >= 10
+    assert _untagged(rows) == []
+    names = " ".join(r[0] for r in rows)
+    for recipe in ("DeepSeekMath", "Skywork-OR1", "DeepScaleR", "Qwen3", "Kimi k1.5", "TRL"):
+        assert recipe in names, recipe
+    assert sum(r[1] == "not disclosed" for r in rows) >= 2
+    # the check can fail: a row without a tag is named
+    assert _untagged([["Some recipe {cite:p}`x`", "8", "no tag"]]) == ["Some recipe {cite:p}`x`"]
