@@ -262,6 +262,7 @@ def test_list_kinds(capsys):
     assert main(["quiz", "--list-kinds"]) == 0
     out = capsys.readouterr().out
     assert all(k in out for k in quiz.KINDS)
+    assert "$" not in out and "\\" not in out
 
 
 @pytest.mark.skipif(os.name != "posix", reason="needs a pseudo-terminal")
