@@ -21,6 +21,7 @@ chromium or playwright is missing and CI is not "true".
 from __future__ import annotations
 
 import functools
+import html
 import html.parser
 import http.server
 import json
@@ -617,3 +618,259 @@ def test_page_weight_measure_fails_on_a_planted_page(offline_page, tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+# ----------------------------------------------------------------------------------------
+# Issue 35: on a phone a small figure is visibly linked to its full size; at 1280 px a wide
+# table scrolls with a scrollbar the reader sees; no code cell in view only imports, loads
+# or glues
+# ----------------------------------------------------------------------------------------
+MIN_PHONE_TEXT_PX = 9.0
+
+PHONE_FIGURE_JS = r"""
+() => [...document.querySelectorAll(".bd-article img")].filter(i => i.naturalWidth > 0)
+  .map(img => {
+    const src = img.currentSrc || img.src, hint = img.nextElementSibling;
+    const link = hint && hint.classList.contains("grpolab-zoom-hint")
+      ? hint.querySelector("a[href]") : null;
+    const box = link ? link.getBoundingClientRect() : null;
+    const shown = !!(box && box.width > 0 && box.height > 0
+                     && getComputedStyle(link).visibility !== "hidden");
+    return {src: img.getAttribute("src"),
+            textPx: parseFloat(img.getAttribute("data-grpolab-text-px")) || null,
+            scale: img.getBoundingClientRect().width / img.naturalWidth,
+            linked: shown && link.href === src};
+  })
+"""
+
+
+def _small_and_not_linked(images: list[dict]) -> list[tuple]:
+    """Images whose text reads under MIN_PHONE_TEXT_PX as shown (or of unknown size) and
+    that have no visible link to their full size."""
+    return [(i["src"], i["textPx"] and round(i["textPx"] * i["scale"], 1)) for i in images
+            if (i["textPx"] is None or i["textPx"] * i["scale"] < MIN_PHONE_TEXT_PX)
+            and not i["linked"]]
+
+
+def _pages_with_images(html_dir: Path) -> list[str]:
+    return [str(p.relative_to(html_dir).with_suffix("")) for p in _pages(html_dir)
+            if p.name != "index.html" and "<img" in p.read_text(encoding="utf-8")]
+
+
+@book
+def test_small_figures_on_a_phone_are_visibly_linked_to_full_size(offline_page, book_site):
+    _, html_dir = book_site
+    names = _pages_with_images(html_dir)
+    assert len(names) >= 5
+    failures, shrunk = {}, 0
+    for name in names:
+        tab = offline_page(name, viewport={"width": 390, "height": 844})
+        tab.page.wait_for_function(
+            "() => [...document.querySelectorAll('.bd-article img')].every(i => i.complete)")
+        images = tab.page.evaluate(PHONE_FIGURE_JS)
+        shrunk += sum(i["scale"] < 0.95 for i in images)
+        bad = _small_and_not_linked(images)
+        if bad:
+            failures[name] = bad
+        tab.assert_clean()
+        tab.context.close()
+    assert shrunk > 0, "no figure is shown below its natural size at 390 px: nothing measured"
+    assert failures == {}
+
+
+def test_phone_figure_check_fails_on_a_planted_page(offline_page, tmp_path):
+    """A wide figure shown at a quarter of its size with no link is caught; the same figure
+    with the book's visible 'Tap to enlarge' link (grpolab-zoom.js) passes."""
+    from PIL import Image
+
+    Image.new("RGB", (1600, 400), "white").save(tmp_path / "wide.png")
+    zoom = (Path(__file__).resolve().parents[1] / "src/grpolab/book/static/grpolab-zoom.js")
+    css = (Path(__file__).resolve().parents[1] / "src/grpolab/book/static/grpolab-sliders.css")
+    body = "<img src='wide.png' data-grpolab-text-px='14' style='width:400px'>"
+    (tmp_path / "bare.html").write_text(
+        f"<html><body><div class='bd-article' style='width:400px'>{body}</div></body></html>")
+    (tmp_path / "hinted.html").write_text(
+        f"<html><head><style>{css.read_text()}</style></head><body>"
+        f"<div class='bd-article' style='width:400px'>{body}</div>"
+        f"<script>{zoom.read_text()}</script></body></html>")
+    bare = offline_page((tmp_path / "bare.html").as_uri(), viewport={"width": 390, "height": 800})
+    assert _small_and_not_linked(bare.page.evaluate(PHONE_FIGURE_JS)) == [("wide.png", 3.5)]
+    hinted = offline_page((tmp_path / "hinted.html").as_uri(),
+                          viewport={"width": 390, "height": 800})
+    hinted.page.wait_for_selector(".grpolab-zoom-hint a", state="visible")
+    assert _small_and_not_linked(hinted.page.evaluate(PHONE_FIGURE_JS)) == []
+    hinted.page.click(".grpolab-zoom-hint a")  # the link opens the full-size view
+    hinted.page.locator(".grpolab-zoom img.grpolab-zoomed").wait_for(state="visible")
+
+
+TABLE_OVERFLOW_JS = r"""
+() => {
+  const article = document.querySelector(".bd-article") || document.body;
+  const col = article.getBoundingClientRect();
+  const out = [];
+  for (const t of article.querySelectorAll("table")) {
+    if (!t.getClientRects().length) { continue; }
+    const name = (t.querySelector("th, td") || t).textContent.trim().slice(0, 40);
+    let scroller = null;
+    for (let n = t.parentElement; n && n !== article.parentElement; n = n.parentElement) {
+      const ox = getComputedStyle(n).overflowX;
+      if ((ox === "auto" || ox === "scroll") && n.scrollWidth > n.clientWidth + 1) {
+        scroller = n;
+        break;
+      }
+    }
+    const right = t.getBoundingClientRect().right;
+    if (!scroller) {
+      if (right > col.right + 1) { out.push({table: name, problem: "cut", width: t.scrollWidth}); }
+      continue;
+    }
+    const cs = getComputedStyle(scroller), box = scroller.getBoundingClientRect();
+    const bar = scroller.offsetHeight - scroller.clientHeight
+      - parseFloat(cs.borderTopWidth) - parseFloat(cs.borderBottomWidth);
+    out.push({table: name, width: t.scrollWidth, shown: scroller.clientWidth, bar: bar,
+              problem: bar < 4 ? "scrolls without a visible scrollbar"
+                     : box.right > col.right + 1 ? "its scroller is wider than the column" : null});
+  }
+  return out;
+}
+"""
+
+SCROLLBAR_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",
+                   "--disable-background-networking", "--disable-component-update",
+                   "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="module")
+def scrollbar_browser(browser):
+    """A second Chromium that draws scrollbars: Playwright starts headless Chromium with
+    --hide-scrollbars, which would hide the very thing measured here."""
+    import shutil
+
+    b = browser.browser_type.launch(
+        executable_path=shutil.which("chromium") or shutil.which("chromium-browser"),
+        args=SCROLLBAR_FLAGS, ignore_default_args=["--hide-scrollbars"])
+    yield b
+    b.close()
+
+
+def _tables(browser, url: str, width: int = 1280) -> list[dict]:
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    try:
+        origin = url.split("/", 3)[:3]
+        context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(
+            ("/".join(origin), "data:", "blob:", "file:")) else r.abort())
+        page = context.new_page()
+        page.goto(url, wait_until="load")
+        return page.evaluate(TABLE_OVERFLOW_JS)
+    finally:
+        context.close()
+
+
+@book
+def test_no_table_is_cut_without_a_visible_scrollbar_at_1280(scrollbar_browser, book_site):
+    base, html_dir = book_site
+    names = [str(p.relative_to(html_dir).with_suffix("")) for p in _pages(html_dir)
+             if p.name != "index.html" and "<table" in p.read_text(encoding="utf-8")]
+    failures, scrolling = {}, 0
+    for name in names:
+        found = _tables(scrollbar_browser, f"{base}/{name}.html")
+        scrolling += sum("bar" in t for t in found)
+        bad = [t for t in found if t["problem"]]
+        if bad:
+            failures[name] = bad
+    assert len(names) >= 10
+    assert scrolling > 0, "no table is wider than the column at 1280 px: nothing measured"
+    assert failures == {}
+
+
+def test_table_check_fails_on_a_planted_page(scrollbar_browser, tmp_path):
+    """A wide table cut by a hidden overflow, and one in a scroller whose scrollbar is
+    switched off: both caught; the same table in the book's scroll box passes."""
+    css = (Path(__file__).resolve().parents[1] / "src/grpolab/book/static/grpolab-sliders.css")
+    row = "<tr>" + "".join(f"<td>column&nbsp;{i}&nbsp;of&nbsp;a&nbsp;wide&nbsp;table</td>"
+                           for i in range(12)) + "</tr>"
+    (tmp_path / "t.html").write_text(
+        f"<html><head><style>{css.read_text()}</style></head><body>"
+        f"<div class='bd-article' style='width:600px'>"
+        f"<div style='overflow:hidden'><table>{row}</table></div>"
+        f"<div style='overflow-x:auto;scrollbar-width:none'><table>{row}</table></div>"
+        f"<div class='grpolab-scroll'><table>{row}</table></div></div></body></html>")
+    found = _tables(scrollbar_browser, (tmp_path / "t.html").as_uri())
+    assert [t["problem"] for t in found] == ["cut", "scrolls without a visible scrollbar", None]
+
+
+_PLUMBING = re.compile(
+    r"^(import |from \S+ import |glue\(|[\w\[\]\"', .]+\s*=\s*(json\.loads?\(|[\w.]*read_\w+\(|"
+    r"[\w.]*load\w*\(|committed_results_dir\(|open\(|Path\())")
+
+
+def _statements(code: str) -> list[str]:
+    """The code's statements, one string each (continuation lines joined, comments out)."""
+    out, buf, depth = [], "", 0
+    for line in code.splitlines():
+        s = "" if line.lstrip().startswith("#") else line.rstrip()
+        if not s.strip() and not buf:
+            continue
+        buf += " " + s.strip()
+        depth += sum(s.count(c) for c in "([{") - sum(s.count(c) for c in ")]}")
+        if depth <= 0 and not s.endswith("\\"):
+            out.append(buf.strip())
+            buf, depth = "", 0
+    if buf.strip():
+        out.append(buf.strip())
+    return out
+
+
+def is_plumbing(code: str) -> bool:
+    """A cell that only imports, loads a file or glues a value for the text."""
+    statements = _statements(code)
+    return bool(statements) and all(_PLUMBING.match(s) for s in statements)
+
+
+_CELL = re.compile(r'<div class="cell( [^"]*)?">(.*?)(?=<div class="cell[ "]|</section>|$)', re.S)
+_INPUT = re.compile(r'<div class="cell_input[^"]*">.*?<pre>(.*?)</pre>', re.S)
+
+
+def visible_plumbing_cells(page_html: str) -> list[str]:
+    """The code of every cell whose input is in view (not hidden or removed by a tag) and
+    that only imports, loads or glues."""
+    out = []
+    for m in _CELL.finditer(page_html):
+        classes = m.group(1) or ""
+        if re.search(r"tag_(hide|remove)-(input|cell)", classes):
+            continue
+        inp = _INPUT.search(m.group(2))
+        if not inp:
+            continue
+        code = html.unescape(re.sub(r"<[^>]+>", "", inp.group(1)))
+        if is_plumbing(code):
+            out.append(code.strip().splitlines()[0])
+    return out
+
+
+@book
+def test_no_code_cell_in_view_only_imports_loads_or_glues(book_site):
+    _, html_dir = book_site
+    pages = _pages(html_dir)
+    seen = sum(p.read_text(encoding="utf-8").count('<div class="cell_input') for p in pages)
+    assert seen > 50, "no code cell found: the check measured nothing"
+    found = {str(p.relative_to(html_dir)): visible_plumbing_cells(p.read_text(encoding="utf-8"))
+             for p in pages}
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_plumbing_check_fails_on_planted_cells():
+    def cell(code: str, tags: str = "") -> str:
+        return (f'<div class="cell{tags} docutils container"><div class="cell_input docutils '
+                f'container"><div class="highlight"><pre>{html.escape(code)}</pre></div></div>'
+                f'</div>')
+
+    page = (cell("import numpy as np\nfrom myst_nb import glue\n")
+            + cell('summary = json.load(open("s.json"))\nglue("x", 1, display=False)')
+            + cell("import json", " tag_remove-input")
+            + cell("import json", " tag_hide-input")
+            + cell("x = np.arange(3)\nplt.plot(x, x ** 2)")
+            + cell('glue("x", theory.zero_variance_probability(\n    0.1, 4), display=False)'))
+    assert visible_plumbing_cells(page) == ["import numpy as np", 'summary = json.load(open('
+                                            '"s.json"))', 'glue("x", theory.zero_variance_'
+                                            'probability(']

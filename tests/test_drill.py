@@ -40,9 +40,34 @@ def _pages() -> set[str]:
             if "_build" not in p.parts}
 
 
+def _section_anchors(doc: str) -> set[str]:
+    """The ids Sphinx gives the sections of a page: each heading's docutils id and each
+    MyST label, read from the source."""
+    from docutils.nodes import make_id
+
+    text = re.sub(r"^(```|~~~).*?^\1[ \t]*$", "", (BOOK / f"{doc}.md").read_text(encoding="utf-8"),
+                  flags=re.M | re.S)  # a "# comment" in a code cell is no heading
+    ids = {make_id(h) for h in re.findall(r"^#{1,6} (.+)$", text, re.M)}
+    return ids | {make_id(lbl) for lbl in re.findall(r"^\(([\w-]+)\)=$", text, re.M)}
+
+
+def test_every_section_anchor_of_the_drill_names_a_section():
+    """Rubric points (docname#anchor) and quiz questions link to sections that exist."""
+    refs = [p.chapter for i in RUBRICS.items.values() for p in i.rubric]
+    refs += [q.page for seed in range(30) for q in quiz.generate_questions(12, seed)]
+    anchored = {r for r in refs if "#" in r}
+    assert len(anchored) >= 8
+    for ref in sorted(anchored):
+        doc, _, anchor = ref.partition("#")
+        assert anchor in _section_anchors(doc), ref
+    with pytest.raises(AssertionError):  # a planted bad anchor is caught
+        assert "no-such-section" in _section_anchors("theory/03-zero-variance")
+
+
 def test_every_chapter_link_resolves_to_a_book_page():
     pages = _pages()
-    links = [(i.id, p.chapter) for i in RUBRICS.items.values() for p in i.rubric]
+    links = [(i.id, p.chapter.partition("#")[0]) for i in RUBRICS.items.values()
+             for p in i.rubric]
     links += [("topics", c) for c in RUBRICS.topics.values()]
     missing = [(who, c) for who, c in links if c not in pages]
     assert missing == [], missing
@@ -216,7 +241,8 @@ def test_run_interview_scores_topics_and_lists_pages(tmp_path):
     summary = "\n".join(res.lines())
     assert "score by topic:" in summary and "pages to reread:" in summary
     for page in res.reread:
-        assert (BOOK / f"{page}.md").is_file()
+        assert (BOOK / f"{page.partition('#')[0]}.md").is_file()
+    assert ".md" not in summary.split("pages to reread:", 1)[1]
     saved = Progress.load(tmp_path / "p.json")
     assert set(saved.items) == {s.id for s in steps} and saved.sessions == 1
 
@@ -419,3 +445,82 @@ def test_interactive_drill_on_a_pty_stops_cleanly_on_sigint(tmp_path):
 def test_step_numeric_flag():
     assert Step("c", "quiz:zero_variance").numeric and Step("c", "exercise:x").numeric
     assert not Step("c", "card1-open").numeric
+
+
+# ------------------------------------------------------------------------------------------
+# The items a candidate asked for, the answers page and the must-know sheet (issue 35)
+# ------------------------------------------------------------------------------------------
+def test_new_items_cover_the_reader_tests_gaps():
+    items = RUBRICS.items
+
+    def said(i):
+        return " ".join([i.question, i.answer_30s, *(p.point for p in i.rubric), i.why_wrong])
+
+    bias = said(items["followup-difficulty-bias"])
+    assert "1/√(p(1−p))" in bias and "scale_rewards" in bias and "counter-view" in bias
+    assert "2508.13755" in bias  # the counter-view is cited, not asserted
+    assert "exp" in said(items["followup-gspo"]) and "2507.18071" in said(items["followup-gspo"])
+    assert "(U−1)/2" in said(items["followup-num-iterations"])
+    trl = said(items["followup-trl-batch"])
+    assert "PR #2776" in trl and "16 prompts" in trl and "count prompts" in trl
+    rec = said(items["followup-what-recipes-used"])
+    for fact in ("Skywork-OR1", "DeepScaleR", "PPO", "Qwen3", "Kimi k1.5", "do not disclose"):
+        assert fact in rec, fact
+
+
+def test_answers_page_is_built_from_the_drills_file():
+    from grpolab.drill import answers_page
+
+    page = (BOOK / "interview" / "05-thirty-second-answers.md").read_text(encoding="utf-8")
+    assert "answers_html()" in page and ":tags: [remove-input]" in page
+    html = answers_page.answers_html(BOOK)
+    for item in RUBRICS.items.values():  # every question, its 30-second answer and its trap
+        for text in (item.question, item.answer_30s, item.trap):
+            assert answers_page.html.escape(text) in html, item.id
+    assert html.count('class="grpolab-answer"') == len(RUBRICS.items)
+    assert 'href="../theory/06-normalization.html#dr-grpo-s-difficulty-bias"' in html
+    # a stale section link fails the build rather than pointing nowhere
+    with pytest.raises(ValueError, match="no section"):
+        answers_page.section_title(BOOK, "theory/03-zero-variance#no-such-section")
+
+
+def test_must_know_sheet_is_current_and_its_numbers_are_theorys():
+    from grpolab import theory
+    from grpolab.drill import must_know
+
+    committed = (ROOT / must_know.PAGE_PATH).read_text(encoding="utf-8")
+    assert committed == must_know.render_page(), (
+        "stale: run `python -m grpolab.drill.must_know --write`")
+    assert 8 <= len(must_know.MUST_KNOW) <= 12
+    assert committed.count("\n$$\n") == 2 * len(must_know.MUST_KNOW)
+    examples = must_know.worked_examples()
+    # independent recomputations of three of the worked numbers
+    assert "0.6562" in examples[2] and 0.9 ** 4 + 0.1 ** 4 == pytest.approx(0.6562, abs=1e-4)
+    assert "1.5" in examples[7] and 0.75 / (4 / 3 * 0.1875) ** 0.5 == pytest.approx(1.5)
+    assert "10,055" in examples[6]
+    assert theory.rloo_scale_factor(8) == pytest.approx(7 / 8) and "0.875" in examples[8]
+
+
+def _recipe_rows(text: str) -> list[list[str]]:
+    """The rows of the sources appendix's recipes table (the first table of its section)."""
+    section = text.split("## The G that published recipes used", 1)[1].split("\n## ", 1)[0]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| ") and "---" not in ln]
+    return [[c.strip() for c in ln.strip("|").split(" | ")] for ln in rows[1:]]
+
+
+def _untagged(rows: list[list[str]]) -> list[str]:
+    """Rows whose G is neither tagged [P]/[A]/[S] by its source nor 'not disclosed'."""
+    return [r[0] for r in rows
+            if not re.search(r"\[(P|A|S)[\],]", r[0]) and r[1] != "not disclosed"]
+
+
+def test_recipes_table_lists_ten_recipes_each_tagged_or_not_disclosed():
+    rows = _recipe_rows((BOOK / "appendix" / "90-sources.md").read_text(encoding="utf-8"))
+    assert len(rows) >= 10
+    assert _untagged(rows) == []
+    names = " ".join(r[0] for r in rows)
+    for recipe in ("DeepSeekMath", "Skywork-OR1", "DeepScaleR", "Qwen3", "Kimi k1.5", "TRL"):
+        assert recipe in names, recipe
+    assert sum(r[1] == "not disclosed" for r in rows) >= 2
+    # the check can fail: a row without a tag is named
+    assert _untagged([["Some recipe {cite:p}`x`", "8", "no tag"]]) == ["Some recipe {cite:p}`x`"]

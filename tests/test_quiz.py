@@ -31,6 +31,7 @@ from grpolab.drill.quiz import (
     parse_answer,
     run_session,
 )
+from grpolab.drill.terminal import plain
 
 
 def _enumerated_zero_variance(p: float, G: int) -> float:
@@ -94,7 +95,18 @@ def independent_answer(q: Question) -> float:
         G, n = a["G"], 200_000
         p = (np.arange(n) + 0.5) / n
         return float(np.mean(p ** G + (1 - p) ** G))
+    if q.kind == "concept":
+        return float("nan")  # checked by letter: test_conceptual_questions_check_by_letter
     raise AssertionError(f"no independent computation for kind {q.kind}")
+
+
+def _right(q: Question) -> str:
+    """A right answer as a candidate types it: the letter or the number."""
+    if q.exercise:
+        from grpolab.drill import exercises
+
+        return str(exercises.get(q.exercise).answer)
+    return repr(q.answer)
 
 
 QUESTIONS = [q for seed in range(40) for q in generate_questions(10, seed)]
@@ -104,7 +116,10 @@ def test_every_kind_is_covered_by_the_sample():
     assert {q.kind for q in QUESTIONS} == set(KINDS)
 
 
-@pytest.mark.parametrize("q", QUESTIONS, ids=[f"{i}-{q.kind}" for i, q in enumerate(QUESTIONS)])
+NUMERIC = [q for q in QUESTIONS if not q.exercise]  # the rest: test_conceptual_questions_...
+
+
+@pytest.mark.parametrize("q", NUMERIC, ids=[f"{i}-{q.kind}" for i, q in enumerate(NUMERIC)])
 def test_answer_matches_independent_computation(q):
     truth = independent_answer(q)
     if q.integer:
@@ -148,7 +163,7 @@ def test_parse_answer_rejects_garbage(text):
 
 
 def _answers(questions, wrong=()):
-    return [("oops" if i in wrong else repr(q.answer)) for i, q in enumerate(questions)]
+    return [("oops" if i in wrong else _right(q)) for i, q in enumerate(questions)]
 
 
 def test_session_scores_and_counts_non_numeric_as_wrong(capsys):
@@ -163,7 +178,7 @@ def test_session_scores_and_counts_non_numeric_as_wrong(capsys):
 
 def test_session_interactive_reprompts_then_quits(capsys):
     qs = generate_questions(3, 2)
-    res = run_session(qs, iter(["what?", repr(qs[0].answer), "q"]), sys.stdout,
+    res = run_session(qs, iter(["what?", _right(qs[0]), "q"]), sys.stdout,
                       interactive=True)
     out = capsys.readouterr().out
     assert "try again" in out
@@ -172,7 +187,7 @@ def test_session_interactive_reprompts_then_quits(capsys):
 
 def test_session_missing_answers_count_as_unanswered(capsys):
     qs = generate_questions(3, 5)
-    res = run_session(qs, iter([repr(qs[0].answer)]), sys.stdout, interactive=False)
+    res = run_session(qs, iter([_right(qs[0])]), sys.stdout, interactive=False)
     assert (res.asked, res.correct) == (3, 1)
     assert capsys.readouterr().out.count("no answer given") == 2
 
@@ -181,7 +196,7 @@ def test_session_keyboard_interrupt_keeps_the_score(capsys):
     qs = generate_questions(3, 0)
 
     def answers():
-        yield repr(qs[0].answer)
+        yield _right(qs[0])
         raise KeyboardInterrupt
 
     res = run_session(qs, answers(), sys.stdout, interactive=True)
@@ -206,7 +221,7 @@ def test_cli_non_interactive_run_on_stdin():
     assert proc.returncode == 0, proc.stderr
     assert "final score: 4/5 (80%)" in proc.stdout
     for q in qs:
-        assert q.text in proc.stdout
+        assert plain(q.text) in proc.stdout
     assert proc.stderr == ""
 
 
@@ -229,7 +244,7 @@ def test_cli_bad_options_one_line_exit_2(args):
 
 def test_cli_ctrl_c_prints_score_and_exits_130(monkeypatch, capsys):
     qs = generate_questions(3, 0)
-    replies = iter([repr(qs[0].answer)])
+    replies = iter([_right(qs[0])])
 
     def fake_input(prompt=""):
         try:
@@ -247,6 +262,7 @@ def test_list_kinds(capsys):
     assert main(["quiz", "--list-kinds"]) == 0
     out = capsys.readouterr().out
     assert all(k in out for k in quiz.KINDS)
+    assert "$" not in out and "\\" not in out
 
 
 @pytest.mark.skipif(os.name != "posix", reason="needs a pseudo-terminal")
@@ -283,7 +299,7 @@ def test_cli_real_ctrl_c_on_a_terminal():
 
     try:
         read_until(b"answer> ")
-        os.write(master, (repr(qs[0].answer) + "\n").encode())
+        os.write(master, (_right(qs[0]) + "\n").encode())
         read_until(b"Question 2/3")
         read_until(b"answer> ")
         proc.send_signal(signal.SIGINT)
@@ -293,3 +309,107 @@ def test_cli_real_ctrl_c_on_a_terminal():
         if proc.poll() is None:
             proc.kill()
         os.close(master)
+
+
+# ------------------------------------------------------------------------------------------
+# Slips, counts, conceptual questions, plain terminal text
+# ------------------------------------------------------------------------------------------
+def _session(questions, answers) -> str:
+    import io
+
+    out = io.StringIO()
+    run_session(questions, iter(answers), out, interactive=False)
+    return out.getvalue()
+
+
+def test_quiz_names_the_exercise_checkers_slips():
+    """p = 0.5, G = 4: 0.0625 is the all-fail term alone; 1.732 is a ddof = 0 advantage."""
+    from grpolab.drill import exercises, slips
+
+    zv = next(q for seed in range(200) for q in generate_questions(1, seed, ["zero_variance"])
+              if q.params == {"p": 0.5, "G": 4})
+    adv = next(q for seed in range(400) for q in generate_questions(1, seed, ["binary_advantage"])
+               if q.params == {"k": 1, "G": 4, "ddof": 1, "correct": True})
+    out = _session([zv, adv], ["0.0625", "1.732"])
+    assert "slip: 0.0625 is only the all-fail term" in out
+    assert "slip: 1.732 uses np.std (ddof = 0)" in out
+    # The same sentence as the exercise checker's (one slip table, not a copy).
+    ex = exercises.check("binary-advantage-g4-k1", 1.732).message
+    assert ex in out and ex == slips.advantage(1, 4, 1, True)[0].message
+    assert "slip: -1.5 has the wrong sign" in _session([adv], ["-1.5"])
+    # A wrong answer that is no usual slip is not called one.
+    assert "slip:" not in _session([zv], ["0.3"])
+    # The right answer is never called a slip, even where a slip value would be close.
+    assert "RIGHT" in _session([zv], ["0.125"])
+
+
+def test_counts_accept_rounding_to_a_whole_number():
+    q = next(q for seed in range(300) for q in generate_questions(1, seed, ["budget_informative"])
+             if q.params == {"budget": 256, "G": 8, "p": 0.1})
+    assert q.answer == pytest.approx(32 * (1 - 0.1 ** 8 - 0.9 ** 8))  # 18.22
+    assert is_correct(q, 18) and is_correct(q, 18.2)
+    assert not is_correct(q, 17) and not is_correct(q, 19) and not is_correct(q, 18.6)
+    planted = Question("budget_informative", "t", 24.32, "e", rel_tol=0.01, abs_tol=0.05,
+                       count=True)
+    assert is_correct(planted, 24) and not is_correct(planted, 25)
+    # A probability is not a count: rounding 0.2482 to 0 is wrong.
+    zv = next(q for seed in range(200) for q in generate_questions(1, seed, ["zero_variance"])
+              if q.params == {"p": 0.3, "G": 4})
+    assert not zv.count and not is_correct(zv, round(zv.answer))
+
+
+def test_conceptual_questions_check_by_letter():
+    from grpolab.drill import exercises
+
+    seen = set()
+    for seed in range(60):
+        q = generate_questions(1, seed, ["concept"])[0]
+        ex = exercises.get(q.exercise)
+        seen.add(ex.id)
+        assert ex.kind == "conceptual" and all(f"({k})" in q.text for k in ex.choices)
+        wrong = next(k for k in ex.choices if k != ex.answer)
+        out = _session([q, q], [ex.answer, wrong])
+        assert out.count("RIGHT.") == 1 and out.count("WRONG.") == 1
+        assert "this option: " in out
+    assert len(seen) >= 5
+
+
+def test_terminal_text_has_no_latex():
+    """Every exercise text and quiz question, rendered for the terminal, has no $ or backslash."""
+    from grpolab.drill import exercises
+
+    texts = [t for e in exercises.list_exercises()
+             for t in (e.question, e.solution, *(e.choices or {}).values())]
+    texts += [t for q in QUESTIONS for t in (q.text, q.explanation)]
+    assert any("$" in t or "\\" in t for t in texts)  # there is LaTeX to render
+    for t in texts:
+        assert "$" not in plain(t) and "\\" not in plain(t), t
+    assert plain(r"$16 \times 628.5 \approx 10{,}055$") == "16 × 628.5 ≈ 10,055"
+    assert plain(r"$\sqrt{\frac{4}{3}}$") == "√(4/3)"
+
+
+def test_quiz_and_drill_output_has_no_latex_and_names_built_pages(tmp_path):
+    """Run both commands non-interactively (--answers FILE): no $ or backslash anywhere in
+    what they print, and "pages to reread" names built .html pages, not .md sources."""
+    n = 2 * len(KINDS)
+    qs = generate_questions(n, 5)
+    answers = tmp_path / "quiz.txt"
+    answers.write_text("\n".join("1" if i % 2 else _right(q) for i, q in enumerate(qs)) + "\n")
+    proc = subprocess.run([*_grpolab(), "quiz", "--n", str(n), "--seed", "5", "--answers",
+                           str(answers)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert {q.kind for q in qs} == set(KINDS)
+    assert "$" not in proc.stdout and "\\" not in proc.stdout
+
+    drill_answers = tmp_path / "drill.txt"
+    # wrong numbers and no rubric points, so that pages to reread are listed
+    drill_answers.write_text("\n".join(["my answer", "", "0.2401"] * 40) + "\n")
+    proc = subprocess.run([*_grpolab(), "drill", "--all", "--no-progress", "--seed", "3",
+                           "--answers", str(drill_answers)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "Interviewer:" in out and "numbers" in out
+    assert "$" not in out and "\\" not in out
+    reread = out.split("pages to reread:", 1)[1]
+    assert ".md" not in reread and "book/_build/html/" in reread and ".html#" in reread

@@ -15,6 +15,7 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter
 
 from grpolab import simulate, theory
+from grpolab._palette import g_color
 
 __all__ = [
     "baseline_variance_figure",
@@ -150,7 +151,7 @@ def group_std_figure(p: float, Gs: Sequence[int], *, ddof: int = 1, n_groups: in
     for ax, G in zip(axes[0], Gs, strict=True):
         s = simulate.group_std_mc(p, int(G), ddof=ddof, n_groups=n_groups, seed=seed)
         values, counts = np.unique(np.round(s, 12), return_counts=True)
-        ax.bar(values, counts / counts.sum(), width=0.02)
+        ax.bar(values, counts / counts.sum(), width=0.02, color=g_color(G))
         ax.axvline(true_sd, color="C3", ls="--", lw=1)
         ax.set_title(f"G = {G}")
         ax.set_xlabel("group std s")
@@ -243,7 +244,7 @@ def temperature_figure(logits: Sequence[float], temperatures: Sequence[float],
     for G in Gs:
         y = [theory.identical_group_probability(softmax_at_temperature(logits, T), int(G))
              for T in temperatures]
-        ax.plot(temperatures, y, label=f"G = {G}")
+        ax.plot(temperatures, y, label=f"G = {G}", color=g_color(G))
     ax.set_xlabel("sampling temperature T")
     ax.set_ylabel("P(all G answers identical)")
     ax.set_ylim(0, 1)

@@ -330,6 +330,13 @@ STATIC_NOTE = ("Static playground: this page trains the toy policy in your brows
                "(grpolab-toy.js, a port of grpolab.toy), with no kernel and no network; "
                "every control change retrains it. In JupyterLab the same cell gives live "
                "ipywidgets over the Python grpolab.toy.")
+#: The short how-to shown above the controls, so a reader meets it before the 22 controls
+#: (the page's prose below the playground says the same at length).
+HOWTO = ("Start with a scenario button: it loads a setting and says what to notice. Then tick "
+         "the G values to compare (one line each) and change the budget, the difficulty, the "
+         "optimizer or TRL's options: every change retrains 50 seeds here in your browser. A "
+         "control that changes nothing in the current setting says why under it. The link "
+         "under the figures holds the whole setting; a chart opens full size on a tap.")
 LIVE_NOTE = ("Live playground: each change retrains grpolab.toy in your kernel "
              "(Python, numpy) and redraws the figure.")
 
@@ -352,6 +359,8 @@ def static_playground_html(*, inline_assets: bool = False) -> str:
     data = data.replace("</", "<\\/")
     out = ('<div class="grpolab-toy">'
            f'<p class="grpolab-kind">{html.escape(STATIC_NOTE)}</p>'
+           f'<div class="grpolab-toy-howto"><p><strong>How to use it.</strong> '
+           f'{html.escape(HOWTO)}</p></div>'
            f'<script type="application/json" class="grpolab-toy-data">{data}</script></div>')
     if inline_assets:
         return (f"<style>{_static_asset('grpolab-sliders.css')}{_static_asset('grpolab-toy.css')}"

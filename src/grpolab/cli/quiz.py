@@ -57,10 +57,12 @@ def _prompts():
 
 def run(args: argparse.Namespace) -> int:
     from grpolab.drill.quiz import KINDS, generate_questions, run_session
+    from grpolab.drill.terminal import plain
 
     if args.list_kinds:
         for name, gen in KINDS.items():
-            print(f"{name:<24} e.g. {gen(random.Random(0)).text}")
+            first_line = plain(gen(random.Random(0)).text).splitlines()[0]
+            print(f"{name:<24} e.g. {first_line}")
         return 0
     if args.n < 1:
         raise ValueError(f"--n must be an integer >= 1, got {args.n}")

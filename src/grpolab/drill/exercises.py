@@ -30,7 +30,8 @@ import numpy as np
 
 from grpolab import theory
 from grpolab.advantages import group_advantages, zero_variance_groups
-from grpolab.drill.quiz import parse_answer
+from grpolab.drill import slips
+from grpolab.drill.answers import parse_answer
 
 __all__ = [
     "KINDS",
@@ -443,9 +444,7 @@ def _build() -> dict[str, Exercise]:
                         why="p^G + (1−p)^G = 0.0081 + 0.2401 = 0.2482: all fail or all pass.",
                         hint="a group has zero variance if all G rewards are equal: all 0 or all "
                              "1.",
-                        mistakes=[(0.2401, "0.2401 is only the all-fail term (1−p)^G; all-pass "
-                                   "groups (p^G = 0.0081) have zero variance too."),
-                                  (0.0081, "0.0081 is only the all-pass term p^G.")]),
+                        mistakes=slips.mistakes(slips.zero_variance(0.3, 4))),
         topic="zero-variance"))
     ref = float(theory.binary_advantages(1, 4, ddof=1, eps=1e-4)[0])
     ex.append(Exercise(
@@ -459,10 +458,7 @@ def _build() -> dict[str, Exercise]:
         checker=numeric(ref, rel=0.003,
                         why="A = (1 − 0.25)/(0.5 + 1e-4) ≈ 1.4997 with the unbiased std 0.5.",
                         hint="compute the mean k/G, then the std with G − 1 in the denominator.",
-                        mistakes=[(math.sqrt(3), "1.73 uses np.std (ddof = 0); TRL divides by "
-                                   "the unbiased std (ddof = 1), which is larger by √(4/3)."),
-                                  (0.75, "0.75 is the centred reward r − mean, before dividing "
-                                   "by the std.")]),
+                        mistakes=slips.mistakes(slips.advantage(1, 4, ddof=1, correct=True))),
         topic="normalization"))
     ex.append(Exercise(
         "bernoulli-max-variance", "numeric", "The largest variance of a 0/1 reward",
@@ -490,13 +486,7 @@ def _build() -> dict[str, Exercise]:
                         why="B·q = 128 × 0.3438 ≈ 44.0.",
                         hint="first the number of prompts B = budget/G, then "
                         "B·(1 − p^G − (1−p)^G).",
-                        mistakes=[(512 * (1 - 0.1 ** 4 - 0.9 ** 4),
-                                   "176 multiplies the budget, not the number of prompts "
-                                   "(budget/G = 128), by q."),
-                                  (128 * (0.1 ** 4 + 0.9 ** 4),
-                                   "84 counts the zero-variance groups; informative ones are "
-                                   "B·(1 − "
-                                   "p^G − (1−p)^G).")]),
+                        mistakes=slips.mistakes(slips.budget_informative(512, 4, 0.1))),
         topic="cost-of-g"))
     ref = theory.dynamic_sampling_expected_completions(0.1, 16, 512)
     ex.append(Exercise(
@@ -511,8 +501,7 @@ def _build() -> dict[str, Exercise]:
                         why="G·B/q = 16 × 512 / 0.8147 ≈ 10,055.",
                         hint="each group survives the filter with probability "
                         "q = 1 − p^G − (1−p)^G.",
-                        mistakes=[(8192, "8,192 = 16 × 512 ignores the discarded all-fail "
-                                   "groups (18.5% of them at p = 0.1, G = 16).")]),
+                        mistakes=slips.mistakes(slips.dynamic_sampling(0.1, 16, 512))),
         topic="degenerate-groups"))
 
     # -- conceptual ---------------------------------------------------------------------

@@ -28,7 +28,8 @@ from typing import TextIO
 
 from grpolab.drill import exercises, quiz
 from grpolab.drill.progress import Progress
-from grpolab.drill.rubrics import Item, Rubrics
+from grpolab.drill.rubrics import Item, Rubrics, built_page
+from grpolab.drill.terminal import plain
 
 __all__ = ["QUIZ_TOPICS", "InterviewResult", "Step", "parse_ticks", "plan", "run_interview"]
 
@@ -39,7 +40,7 @@ QUIZ_TOPICS = {
     "baseline_variance": "baseline-variance", "rloo_factor": "baseline-variance",
     "binary_advantage": "normalization", "ddof_ratio": "normalization",
     "dynamic_sampling": "degenerate-groups", "budget_prompts": "cost-of-g",
-    "budget_informative": "cost-of-g",
+    "budget_informative": "cost-of-g", "concept": "choosing-g",
 }
 PASS_FRACTION = 0.75  # a conceptual item counts as known at ≥ 75% of its rubric points
 
@@ -136,7 +137,7 @@ class InterviewResult:
                    f"{self.asked} item(s)")
         if self.reread:
             out.append("pages to reread:")
-            out += [f"  book/{page}.md  ({why})" for page, why in self.reread.items()]
+            out += [f"  {built_page(page)}  ({plain(why)})" for page, why in self.reread.items()]
         else:
             out.append("pages to reread: none; every point was hit")
         return out
@@ -221,11 +222,11 @@ def _header(step: Step, i: int, n: int, topic: str, out: TextIO) -> None:
 def _ask_conceptual(item: Item, step: Step, i: int, n: int, read, out: TextIO,
                     interactive: bool) -> list[int]:
     _header(step, i, n, item.topic, out)
-    print(f"Interviewer: {item.question}", file=out)
+    print(f"Interviewer: {plain(item.question)}", file=out)
     read("your answer> ")
     print("\nRubric: which of these points did your answer make?", file=out)
     for k, p in enumerate(item.rubric, 1):
-        print(f"  {k}. {p.point}  [book/{p.chapter}.md]", file=out)
+        print(f"  {k}. {plain(p.point)}  [{built_page(p.chapter)}]", file=out)
     while True:
         raw = read("points hit (e.g. 1 3; a = all; enter = none)> ")
         try:
@@ -239,9 +240,9 @@ def _ask_conceptual(item: Item, step: Step, i: int, n: int, read, out: TextIO,
             hits = []
             break
     print("30-second answer:", file=out)
-    print(_wrap(item.answer_30s), file=out)
-    print(f"Trap answer: \"{item.trap}\"", file=out)
-    print(_wrap(f"Why it is wrong: {item.why_wrong}"), file=out)
+    print(_wrap(plain(item.answer_30s)), file=out)
+    print(f"Trap answer: \"{plain(item.trap)}\"", file=out)
+    print(_wrap(f"Why it is wrong: {plain(item.why_wrong)}"), file=out)
     return hits
 
 
@@ -251,27 +252,37 @@ def _ask_numeric(step: Step, i: int, n: int, rubrics: Rubrics, read, out: TextIO
         ex = exercises.get(step.id[len("exercise:"):])
         topic = ex.topic if ex.topic in rubrics.topics else "choosing-g"
         _header(step, i, n, topic, out)
-        print(f"Interviewer: {ex.question}", file=out)
+        print(f"Interviewer: {plain(ex.question)}", file=out)
         raw = read("answer> ")
         res = exercises.check(ex.id, raw)
-        print(f"  {'RIGHT' if res.correct else 'WRONG'}: {res.message}", file=out)
+        print(f"  {'RIGHT' if res.correct else 'WRONG'}: {plain(res.message)}", file=out)
         if not res.correct:
-            print(_wrap(f"Solution: {ex.solution}"), file=out)
+            print(_wrap(f"Solution: {plain(ex.solution)}"), file=out)
         page = rubrics.topics[topic]
         return topic, float(res.correct), 1.0, page, f"{step.id}: {ex.title}"
     kind = step.id[len("quiz:"):]
     q = quiz.KINDS[kind](rng)
-    topic = QUIZ_TOPICS.get(kind, "choosing-g")
+    topic = q.topic if q.topic in rubrics.topics else QUIZ_TOPICS.get(kind, "choosing-g")
     _header(step, i, n, topic, out)
-    print(f"Interviewer: {q.text}", file=out)
+    print(f"Interviewer: {plain(q.text)}", file=out)
     raw = read("answer> ")
-    try:
-        value = quiz.parse_answer(raw)
-        ok = quiz.is_correct(q, value)
-        said = f"you said {raw}"
-    except ValueError as exc:
-        ok, said = False, str(exc)
-    shown = int(round(q.answer)) if q.integer else q.answer
-    print(f"  {'RIGHT' if ok else 'WRONG'} ({said}). answer: {shown:g}", file=out)
-    print(_wrap(f"why: {q.explanation}"), file=out)
-    return topic, float(ok), 1.0, rubrics.topics[topic], f"{step.id}: {kind} question"
+    if q.exercise:  # a conceptual (multiple-choice) question
+        verdict, message = quiz.check_choice(q, raw)
+        ok = bool(verdict)
+        print(f"  {'RIGHT' if ok else 'WRONG'}: {plain(message)}", file=out)
+    else:
+        value = None
+        try:
+            value = quiz.parse_answer(raw)
+            ok = quiz.is_correct(q, value)
+            said = f"you said {raw}"
+        except ValueError as exc:
+            ok, said = False, str(exc)
+        shown = int(round(q.answer)) if q.integer else q.answer
+        print(f"  {'RIGHT' if ok else 'WRONG'} ({said}). answer: {shown:g}", file=out)
+        slip = quiz.slip_for(q, value) if value is not None and not ok else None
+        if slip is not None:
+            print(_wrap(f"slip: {plain(slip.message)}"), file=out)
+    print(_wrap(f"why: {plain(q.explanation)}"), file=out)
+    return (topic, float(ok), 1.0, q.page or rubrics.topics[topic],
+            f"{step.id}: {kind} question")

@@ -17,22 +17,25 @@ from __future__ import annotations
 
 import math
 import random
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import TextIO
 
 from grpolab import theory
+from grpolab.drill import slips
+from grpolab.drill.answers import parse_answer
+from grpolab.drill.terminal import plain
 
 __all__ = [
     "KINDS",
     "Question",
     "SessionResult",
+    "check_choice",
     "generate_questions",
     "is_correct",
     "parse_answer",
     "run_session",
+    "slip_for",
 ]
 
 
@@ -48,6 +51,14 @@ class Question:
         explanation: the formula with the numbers put in.
         integer: the answer is a whole number and must match exactly.
         params: the drawn parameters, so tests can recompute the answer independently.
+        count: the answer is an expected count (groups, completions): a whole number
+            within 0.5 of it (24 for 24.32) is right too, as an interviewer would accept.
+        slips: the usual wrong values for these parameters and what each gets wrong
+            (:mod:`grpolab.drill.slips`, shared with the exercise checkers).
+        exercise: for a conceptual (multiple-choice) question, the id of the registry
+            exercise that asks and checks it; ``answer`` is then unused.
+        page: the book page and section that derives the answer (``docname#anchor``).
+        topic: the drill topic (a key of rubrics.json's topics) when it is not the kind's.
     """
 
     kind: str
@@ -58,6 +69,11 @@ class Question:
     rel_tol: float = 0.01
     integer: bool = False
     params: dict | None = None
+    count: bool = False
+    slips: tuple[slips.Slip, ...] = ()
+    exercise: str = ""
+    page: str = ""
+    topic: str = ""
 
     @property
     def tolerance(self) -> float:
@@ -67,38 +83,23 @@ class Question:
         return max(self.abs_tol, self.rel_tol * abs(self.answer))
 
 
-def parse_answer(text: str) -> float:
-    """Read a numeric answer: ``0.25``, ``25%``, ``1/4``, ``2.5e-3`` or ``-1.5``.
-
-    Raises ValueError (naming what was typed) for anything else, including nan and inf and
-    a decimal comma (refused with a hint, as the book's answer boxes do; ``1,024`` is
-    read as thousands).
-    """
-    s = str(text).strip().replace(" ", "")
-    if not s:
-        raise ValueError("empty answer")
-    if "," in s:  # thousands separators (1,024) are read; a decimal comma (0,2482) is not
-        if not re.fullmatch(r"-?[1-9]\d{0,2}(,\d{3})+(\.\d*)?%?", s):
-            raise ValueError(f"not a number: {text.strip()!r} (use a decimal point, e.g. "
-                             f"{s.replace(',', '.', 1)!r})")
-        s = s.replace(",", "")
-    scale = 1.0
-    if s.endswith("%"):
-        s, scale = s[:-1], 0.01
-    try:
-        value = float(Fraction(s)) if "/" in s else float(s)
-    except (ValueError, ZeroDivisionError):
-        raise ValueError(f"not a number: {text.strip()!r} (type e.g. 0.25, 25% or 1/4)") from None
-    if not math.isfinite(value):
-        raise ValueError(f"not a finite number: {text.strip()!r}")
-    return value * scale
-
-
 def is_correct(question: Question, value: float) -> bool:
-    """True if ``value`` is within the question's tolerance of its answer."""
+    """True if ``value`` is within the question's tolerance of its answer.
+
+    For an expected count (``question.count``), a whole number within 0.5 of the answer is
+    right too: 24 for 24.32 expected groups.
+    """
     if question.integer:
         return value == round(question.answer)
+    if question.count and value == round(value) and abs(value - question.answer) <= 0.5:
+        return True
     return abs(value - question.answer) <= question.tolerance + 1e-12
+
+
+def slip_for(question: Question, value: float) -> slips.Slip | None:
+    """The usual slip a wrong ``value`` matches, if any (same tolerance as the answer)."""
+    return slips.match(question.slips, value, rel=question.rel_tol, abs_=question.abs_tol,
+                       exclude=question.answer)
 
 
 def _fmt(x: float) -> str:
@@ -129,7 +130,8 @@ def _zero_variance(rng: random.Random) -> Question:
         f"P(zero gradient) = p^G + (1-p)^G = {p}^{G} + {1 - p:.2g}^{G} = "
         f"{_fmt(p ** G)} + {_fmt((1 - p) ** G)} = {_fmt(ans)}. Every advantage in a "
         "constant group is 0.",
-        abs_tol=0.002, params={"p": p, "G": G},
+        abs_tol=0.002, params={"p": p, "G": G}, slips=slips.zero_variance(p, G),
+        page="theory/03-zero-variance#the-derivation",
     )
 
 
@@ -143,6 +145,7 @@ def _any_success(rng: random.Random) -> Question:
         ans,
         f"P(any success) = 1 - (1-p)^G = 1 - {1 - p:.2g}^{G} = {_fmt(ans)}.",
         abs_tol=0.002, params={"p": p, "G": G},
+        page="theory/03-zero-variance#hard-prompts-1-1-p-g",
     )
 
 
@@ -160,6 +163,7 @@ def _min_group_for_success(rng: random.Random) -> Question:
         f"Need 1 - (1-p)^G >= {target}, i.e. G >= ln(1 - {target}) / ln(1 - {p}) = "
         f"{math.log(1 - target) / math.log(1 - p):.3f}, so G = {G}.",
         integer=True, params={"p": p, "target": target},
+        page="theory/03-zero-variance#hard-prompts-1-1-p-g",
     )
 
 
@@ -173,7 +177,7 @@ def _baseline_variance(rng: random.Random) -> Question:
         ans,
         f"Var(mean) = sigma^2 / G with sigma^2 = p(1-p) = {_fmt(p * (1 - p))}, "
         f"so Var = {_fmt(p * (1 - p))} / {G} = {_fmt(ans)}.",
-        rel_tol=0.01, params={"p": p, "G": G},
+        rel_tol=0.01, params={"p": p, "G": G}, page="theory/02-baseline-variance#the-derivation",
     )
 
 
@@ -197,6 +201,8 @@ def _binary_advantage(rng: random.Random) -> Question:
         f" -> std = {_fmt(math.sqrt(G / (G - ddof) * q * (1 - q)))}; "
         f"A = ({int(correct)} - {_fmt(q)}) / std = {_fmt(ans)}.",
         rel_tol=0.01, params={"k": k, "G": G, "ddof": ddof, "correct": correct},
+        slips=slips.advantage(k, G, ddof, correct),
+        page="theory/06-normalization#binary-rewards-in-closed-form",
     )
 
 
@@ -213,7 +219,9 @@ def _dynamic_sampling(rng: random.Random) -> Question:
         ans,
         f"A group is informative with q = 1 - p^G - (1-p)^G = {_fmt(qv)}; groups needed "
         f"= B / q = {B} / {_fmt(qv)} = {_fmt(B / qv)}; completions = G * B / q = {_fmt(ans)}.",
-        rel_tol=0.01, params={"p": p, "G": G, "B": B},
+        rel_tol=0.01, params={"p": p, "G": G, "B": B}, count=True,
+        slips=slips.dynamic_sampling(p, G, B),
+        page="theory/05-degenerate-groups#the-cost-of-dynamic-sampling",
     )
 
 
@@ -228,6 +236,7 @@ def _budget_prompts(rng: random.Random) -> Question:
         f"prompts = budget / G = {budget} / {G} = {ans}; the effective batch prompts x G "
         "stays at the budget.",
         integer=True, params={"budget": budget, "G": G},
+        page="theory/04-cost-of-g#a-fixed-budget-prompts-g",
     )
 
 
@@ -244,7 +253,9 @@ def _budget_informative(rng: random.Random) -> Question:
         ans,
         f"prompts B = {budget}/{G} = {B}; each is informative with q = 1 - p^G - (1-p)^G "
         f"= {_fmt(qv)}; E[#informative] = B * q = {_fmt(ans)}.",
-        rel_tol=0.01, abs_tol=0.05, params={"budget": budget, "G": G, "p": p},
+        rel_tol=0.01, abs_tol=0.05, params={"budget": budget, "G": G, "p": p}, count=True,
+        slips=slips.budget_informative(budget, G, p),
+        page="theory/04-cost-of-g#a-fixed-budget-prompts-g",
     )
 
 
@@ -259,6 +270,7 @@ def _rloo_factor(rng: random.Random) -> Question:
         f"r_i - mean = ((G-1)/G) (r_i - mean_(-i)), so c = {G - 1}/{G} = {_fmt(ans)} "
         "(Dr. GRPO, arXiv 2503.20783, App. A).",
         rel_tol=0.005, params={"G": G},
+        page="theory/02-baseline-variance#leave-one-out-the-g1-g-relation",
     )
 
 
@@ -273,7 +285,7 @@ def _ddof_ratio(rng: random.Random) -> Question:
         ans,
         f"std_ddof0 = std_ddof1 * sqrt((G-1)/G), so the ratio is sqrt(G/(G-1)) = "
         f"sqrt({G}/{G - 1}) = {_fmt(ans)}.",
-        rel_tol=0.005, params={"G": G},
+        rel_tol=0.005, params={"G": G}, page="theory/06-normalization#eps-and-ddof-conventions",
     )
 
 
@@ -288,8 +300,19 @@ def _uniform_difficulty(rng: random.Random) -> Question:
         f"E[p^G + (1-p)^G] with p ~ Uniform(0, 1) = 1/(G+1) + 1/(G+1) = 2/{G + 1} = "
         f"{_fmt(ans)}: it falls like 1/G, not exponentially, because easy and hard prompts "
         "keep zero variance.",
-        abs_tol=0.002, params={"G": G},
+        abs_tol=0.002, params={"G": G}, page="theory/03-zero-variance#averaging-over-difficulty",
     )
+
+
+def _concept(rng: random.Random) -> Question:
+    """A conceptual question: one of the registry's multiple-choice exercises, with the
+    explanation of the option chosen (grpolab.drill.exercises checks it)."""
+    from grpolab.drill import exercises
+
+    ex = rng.choice(exercises.list_exercises("conceptual"))
+    options = "\n".join(f"  ({k}) {v}" for k, v in (ex.choices or {}).items())
+    return Question("concept", f"{ex.question}\n{options}\n(answer with a letter)", float("nan"),
+                    ex.solution, exercise=ex.id, params={"exercise": ex.id}, topic=ex.topic)
 
 
 #: Question kinds: name -> generator(random.Random) -> Question.
@@ -305,6 +328,7 @@ KINDS: dict[str, Callable[[random.Random], Question]] = {
     "rloo_factor": _rloo_factor,
     "ddof_ratio": _ddof_ratio,
     "uniform_difficulty": _uniform_difficulty,
+    "concept": _concept,
 }
 
 
@@ -344,23 +368,39 @@ class SessionResult:
         return f"score: {self.correct}/{self.asked} ({pct:.0f}%)"
 
 
+def check_choice(question: Question, raw: str) -> tuple[bool | None, str]:
+    """A conceptual question's verdict on ``raw``: (right?, the chosen option's explanation);
+    (None, what to type) when ``raw`` is not one of the letters."""
+    from grpolab.drill import exercises
+
+    ex = exercises.get(question.exercise)
+    ok, message = ex.checker(raw)
+    if not ok and message.startswith("answer with one of the letters"):
+        return None, message.rstrip(".")
+    return ok, message
+
+
 def run_session(questions: list[Question], answers: Iterator[str], out: TextIO, *,
                 interactive: bool) -> SessionResult:
     """Ask each question, read an answer from ``answers``, say right or wrong and why.
 
-    Interactively a non-numeric answer re-prompts; ``s`` skips (counted wrong) and ``q`` or
-    end of input stops. Non-interactively (answers from a file or a pipe) every line is one
-    answer: a non-numeric line is counted wrong with a message, and missing lines count as
-    unanswered. Ctrl-C (KeyboardInterrupt) ends the session: the result then has
-    ``interrupted=True`` and the score of the questions answered so far.
+    Interactively a non-numeric answer (a non-letter, for a conceptual question) re-prompts;
+    ``s`` skips (counted wrong) and ``q`` or end of input stops. Non-interactively (answers
+    from a file or a pipe) every line is one answer: an unreadable line is counted wrong with
+    a message, and missing lines count as unanswered. A wrong answer that matches a usual slip
+    (:mod:`grpolab.drill.slips`) is told which. Every text goes through
+    :func:`grpolab.drill.terminal.plain`, so no LaTeX reaches the terminal. Ctrl-C
+    (KeyboardInterrupt) ends the session: the result then has ``interrupted=True`` and the
+    score of the questions answered so far.
     """
     result = SessionResult()
     n = len(questions)
     try:
         for i, q in enumerate(questions, 1):
             print(f"\nQuestion {i}/{n} [{q.kind}]", file=out)
-            print(q.text, file=out)
+            print(plain(q.text), file=out)
             value: float | None = None
+            verdict: bool | None = None
             note = ""
             while True:
                 try:
@@ -381,26 +421,56 @@ def run_session(questions: list[Question], answers: Iterator[str], out: TextIO, 
                 if raw.lower() in ("s", "skip", ""):
                     note = "skipped"
                     break
-                try:
-                    value = parse_answer(raw)
-                    break
-                except ValueError as exc:
-                    if interactive:
-                        print(f"  {exc}; try again (s = skip, q = quit)", file=out)
-                        continue
-                    note = f"{exc}; counted as wrong"
-                    break
+                if q.exercise:
+                    verdict, why = check_choice(q, raw)
+                    if verdict is not None:
+                        note = why
+                        break
+                    exc_text = why
+                else:
+                    try:
+                        value = parse_answer(raw)
+                        verdict = is_correct(q, value)
+                        break
+                    except ValueError as exc:
+                        exc_text = str(exc)
+                if interactive:
+                    print(f"  {exc_text}; try again (s = skip, q = quit)", file=out)
+                    continue
+                note = f"{exc_text}; counted as wrong"
+                break
             result.asked += 1
+            if q.exercise:
+                if verdict:
+                    result.correct += 1
+                    print("  RIGHT.", file=out)
+                else:
+                    said = "" if verdict is False else f" ({note})"
+                    print(f"  WRONG{said}.", file=out)
+                if verdict is not None:
+                    print(_indent(f"this option: {plain(note)}"), file=out)
+                print(_indent(f"why: {plain(q.explanation)}"), file=out)
+                print(f"  {result.line()}", file=out)
+                continue
             shown = q.answer if not q.integer else int(round(q.answer))
-            tol = "exact" if q.integer else f"accepted within +/- {_fmt(q.tolerance)}"
-            if value is not None and is_correct(q, value):
+            tol = ("exact" if q.integer else f"accepted within +/- {_fmt(q.tolerance)}"
+                   + (", or rounded to a whole number" if q.count else ""))
+            if verdict:
                 result.correct += 1
                 print(f"  RIGHT. answer: {_fmt(shown)} ({tol})", file=out)
             else:
                 said = note if value is None else f"you said {_fmt(value)}"
                 print(f"  WRONG ({said}). answer: {_fmt(shown)} ({tol})", file=out)
-            print(f"  why: {q.explanation}", file=out)
+                slip = slip_for(q, value) if value is not None else None
+                if slip is not None:
+                    print(_indent(f"slip: {plain(slip.message)}"), file=out)
+            print(_indent(f"why: {plain(q.explanation)}"), file=out)
             print(f"  {result.line()}", file=out)
     except KeyboardInterrupt:
         result.interrupted = True
     return result
+
+
+def _indent(text: str) -> str:
+    """Two spaces in front, as the rest of the transcript (a multi-line text keeps its lines)."""
+    return "\n".join("  " + line for line in text.splitlines())

@@ -19,7 +19,18 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-__all__ = ["Chain", "Item", "RubricPoint", "Rubrics", "load", "sheet_wrong_answers"]
+__all__ = ["Chain", "Item", "RubricPoint", "Rubrics", "built_page", "load",
+           "sheet_wrong_answers"]
+
+#: Where ``grpolab book build`` writes the HTML pages, relative to the checkout.
+BUILT_HTML = "book/_build/html"
+
+
+def built_page(ref: str) -> str:
+    """A book reference as the built page a reader opens: ``theory/06-normalization#x`` ->
+    ``book/_build/html/theory/06-normalization.html#x`` (the anchor is kept when given)."""
+    doc, _, anchor = ref.partition("#")
+    return f"{BUILT_HTML}/{doc}.html" + (f"#{anchor}" if anchor else "")
 
 FORMAT = "grpolab-drill-rubrics"
 ITEM_KINDS = ("follow-up", "wrong-answer")
@@ -27,7 +38,8 @@ ITEM_KINDS = ("follow-up", "wrong-answer")
 
 @dataclass(frozen=True)
 class RubricPoint:
-    """One point a strong answer must hit, and the book page (docname) that backs it."""
+    """One point a strong answer must hit, and the book page that backs it: a docname, or
+    ``docname#section-anchor`` to name the section."""
 
     point: str
     chapter: str

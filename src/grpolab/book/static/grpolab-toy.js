@@ -598,6 +598,15 @@
     return {attr: COLORS[i], style: "var(--grpolab-c" + i + ", " + COLORS[i] + ")"};
   }
   var MUTED = {attr: "#57606a", style: "var(--grpolab-muted, #57606a)"};
+  // One colour per G, the same as the book's matplotlib figures (grpolab/_palette.py, whose
+  // test checks this table against it); var(--grpolab-gN) (grpolab-sliders.css) lightens the
+  // dark ones on the dark theme.
+  var G_COLORS = {"1": "#555555", "2": "#E69F00", "3": "#882255", "4": "#56B4E9", "6": "#44AA99", "8": "#009E73", "12": "#999933", "16": "#0072B2", "24": "#AA4499", "32": "#D55E00", "64": "#CC79A7", "128": "#000000", "256": "#332288", "512": "#117733"};
+  function gPaint(G) {
+    var c = G_COLORS[String(G)];
+    if (!c) { return paint(G); }
+    return {attr: c, style: "var(--grpolab-g" + G + ", " + c + ")"};
+  }
 
   // Width and height (CSS px) for a chart in `box`: drawn at the size it is shown, so its
   // 12-13 px text stays 12-13 px on a phone (one column) and on a desktop (two columns).
@@ -949,7 +958,7 @@
 
   Playground.prototype.draw = function (ds, results, gstar) {
     var st = this.state, self = this;
-    var colorOf = function (G) { return paint(G_CHOICES.indexOf(G)); };
+    var colorOf = gPaint;
     var curves = [], zeroVar = [], finals = {x: [], y: [], lo: [], hi: []}, buckets = [];
     var rows = [["G", "prompts per step B", "final pass rate (95% CI)", "zero-variance groups observed", "p^G + (1\u2212p)^G", "completions"]];
     results.forEach(function (r) {

@@ -6,7 +6,8 @@
  * or larger when its smallest axis text would read under 12 px (the build writes that size
  * into data-grpolab-text-px, from the figure itself: grpolab.book.alt). The dialog scrolls
  * when the figure is larger than the screen (a phone), and the backdrop, the Close button
- * and Escape close it. No libraries, no network.
+ * and Escape close it. An image shown smaller than its natural size (a phone) gets a
+ * visible "Tap to enlarge" link to its full size under it. No libraries, no network.
  */
 (function (root) {
   "use strict";
@@ -83,17 +84,55 @@
     return node.closest("svg.grpolab-plot, img.grpolab-zoomable");
   }
 
+  // A figure shown below this share of its natural width gets a visible link to its full
+  // size under it ("Tap to enlarge"): on a phone the reader sees that the figure opens.
+  var SHRUNK = 0.95;
+
+  function updateShrunk(img) {
+    if (!img.naturalWidth) { return; }
+    var shown = img.getBoundingClientRect().width;
+    img.classList.toggle("grpolab-shrunk", shown > 0 && shown < SHRUNK * img.naturalWidth);
+  }
+
+  function addHint(img) {
+    var next = img.nextElementSibling;
+    if (next && next.classList.contains("grpolab-zoom-hint")) { return; }
+    var hint = document.createElement("p");
+    hint.className = "grpolab-zoom-hint";
+    var link = document.createElement("a");
+    link.href = img.currentSrc || img.src;
+    link.className = "grpolab-zoom-link";
+    link.textContent = "\u2922 Tap to enlarge: open this figure full size";
+    link.addEventListener("click", function (event) {
+      if (event.button === 0 && !event.ctrlKey && !event.metaKey) { event.preventDefault(); open(img); }
+    });
+    hint.appendChild(link);
+    img.parentNode.insertBefore(hint, img.nextSibling);
+  }
+
   // Every image of the article opens full size (logos and images inside links excepted).
   function mark() {
     var imgs = document.querySelectorAll(".bd-article img, article img, .jp-OutputArea-output img");
     for (var i = 0; i < imgs.length; i++) {
       var img = imgs[i];
-      if (img.closest("a") || img.classList.contains("grpolab-zoomable")) { continue; }
+      if (img.closest("a") || img.closest(".grpolab-zoom") || img.classList.contains("grpolab-zoomable")) { continue; }
       img.classList.add("grpolab-zoomable");
       img.tabIndex = 0;
       img.title = "Click to open full size";
+      addHint(img);
+      if (img.complete) { updateShrunk(img); }
+      else { img.addEventListener("load", function (event) { updateShrunk(event.target); }); }
     }
   }
+
+  var resizeTimer = null;
+  root.addEventListener("resize", function () {
+    if (resizeTimer) { clearTimeout(resizeTimer); }
+    resizeTimer = setTimeout(function () {
+      var imgs = document.querySelectorAll("img.grpolab-zoomable");
+      for (var i = 0; i < imgs.length; i++) { updateShrunk(imgs[i]); }
+    }, 150);
+  });
 
   document.addEventListener("click", function (event) {
     var t = zoomTarget(event.target);

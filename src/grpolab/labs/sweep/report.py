@@ -81,10 +81,10 @@ def _one_two_five(v: float, _pos=None) -> str:
 
 
 def _colors(Gs):
-    import matplotlib.pyplot as plt
+    """One fixed, colour-blind-safe colour per G, the same on every page (grpolab._palette)."""
+    from grpolab._palette import g_color
 
-    cmap = plt.get_cmap("viridis")
-    return {G: cmap(i / max(1, len(Gs) - 1)) for i, G in enumerate(sorted(Gs))}
+    return {G: g_color(G) for G in sorted(Gs)}
 
 
 def plot_accuracy(rows: list[dict], regimes: list[str], metric: str = "eval_sampled_accuracy"):
