@@ -121,7 +121,7 @@ def test_noise_g_star_recovers_planted_constants():
         rows.append({"G": G, "prompts_per_step": 64 // G, "batches": 12, "trace_variance": tv,
                      "mean_gradient_norm_sq": signal + tv / 12,
                      "noise_to_signal": tv / (signal + tv / 12)})
-    out = noise_g_star(rows)
+    out = noise_g_star(rows, advantage_baseline="leave_one_out")
     assert out["g_star"] == pytest.approx(8.0, rel=1e-6)
     assert out["range"] is None  # no Gram matrices, no bootstrap
     # with Gram matrices the bootstrap gives a range around the point estimate
@@ -129,7 +129,7 @@ def test_noise_g_star_recovers_planted_constants():
     for r in rows:
         g = rng.normal(size=(12, 50)) * np.sqrt(r["trace_variance"] / 50) + 1.0 / np.sqrt(50)
         r["gram"] = (g @ g.T).tolist()
-    out = noise_g_star(rows, n_boot=200)
+    out = noise_g_star(rows, advantage_baseline="leave_one_out", n_boot=200)
     lo, hi = out["range"]
     assert lo <= hi and out["bootstrap_draws"] > 100
 
