@@ -51,3 +51,31 @@ def test_reaggregate_refuses_a_folder_without_results_in_one_line(tmp_path):
                           str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "usage" in out.stderr
+
+
+def test_movement_separates_a_coverage_trend_that_is_only_moving_less():
+    """Planted: Δpass@64 = −KL exactly (plus noise), and KL falls with G. The raw coverage
+    trend rises with G; adjusted for KL the G coefficient is 0 within its interval. A second
+    plant with a real G effect at equal KL keeps it."""
+    from grpolab.labs.sweep.compute_axis import coverage_trend, movement
+
+    rng = np.random.default_rng(0)
+    Gs, seeds = (2, 4, 8, 16, 32), range(5)
+
+    def plant(g_effect):
+        kl = {G: {s: 0.4 - 0.06 * np.log2(G) + 0.03 * rng.normal() for s in seeds} for G in Gs}
+        curves = {str(G): {str(s): [{"pass_at_k": {"64": 0.9}},
+                                    {"pass_at_k": {"64": 0.9 - kl[G][s] + g_effect * np.log2(G)
+                                                   + 0.002 * rng.normal()}}]
+                           for s in seeds} for G in Gs}
+        return curves, kl
+
+    curves, kl = plant(0.0)
+    raw = coverage_trend(curves, 64, "at a fixed budget")
+    assert raw["trend"]["low"] > 0  # looks like a G effect on coverage
+    adj = movement(curves, kl, 64, "at a fixed budget")["adjusted"]
+    assert adj["low"] < 0 < adj["high"]
+    assert movement(curves, kl, 64, "")["kl_trend"]["trend"]["high"] < 0
+    curves, kl = plant(0.02)
+    adj = movement(curves, kl, 64, "")["adjusted"]
+    assert adj["low"] > 0 and adj["slope_per_doubling"] == pytest.approx(0.02, abs=0.005)

@@ -229,15 +229,17 @@ def pairwise_contrasts(by_arm_and_seed: Mapping, pairs: Sequence[tuple] | None =
 
 def g_verdict(by_G_and_seed: Mapping[int, Mapping[int, float]], metric: str,
               alpha: float = 0.05, *, held_fixed: str = "",
-              margin: float = EQUIVALENCE_MARGIN) -> dict:
+              margin: float | None = EQUIVALENCE_MARGIN) -> dict:
     """The sweep's pre-declared verdict for one regime: the trend (primary) and all pairwise
     G contrasts (Holm), with a one-sentence statement that quotes the interval, names the
     compute held fixed (``held_fixed``, e.g. "at a fixed budget of 64 completions per
     step"), states a null's minimum detectable effect and the TOST equivalence verdict of
-    the per-seed slopes at ±``margin`` per doubling."""
+    the per-seed slopes at ±``margin`` per doubling (``None``: no equivalence test, for a
+    metric whose units the declared margin is not in)."""
     trend = trend_in_log2_G(by_G_and_seed, 1 - alpha)
     pairs = pairwise_contrasts(by_G_and_seed, alpha=alpha, confidence=1 - alpha)
-    equivalence = tost(trend["per_seed_slopes"], margin, alpha)
+    equivalence = (tost(trend["per_seed_slopes"], margin, alpha) if margin is not None
+                   else None)
     if trend["low"] is None:
         statement = (f"{metric}: slope {trend['slope_per_doubling']:+.4f} per doubling of G "
                      "(one seed: no interval)")
@@ -251,7 +253,8 @@ def g_verdict(by_G_and_seed: Mapping[int, Mapping[int, float]], metric: str,
                      f"over {len(trend['seeds'])} seeds: {what}")
         if not sig and trend["mde"] is not None:
             statement += f" (80%-power MDE {trend['mde']:.4f})"
-        statement += (f"; TOST at ±{margin:g}: {equivalence['verdict']}")
+        if equivalence is not None:
+            statement += f"; TOST at ±{margin:g}: {equivalence['verdict']}"
         n_diff = sum(r["differs"] for r in pairs)
         statement += f"; {n_diff} of {len(pairs)} pairwise contrasts differ after Holm"
     return {"metric": metric, "alpha": alpha, "trend": trend, "contrasts": pairs,

@@ -37,7 +37,7 @@ from grpolab.grpo.records import finished_run, git_commit, read_json, write_json
 from grpolab.labs import stats
 
 __all__ = ["compute_axis", "pass_at_k_curve", "difficulty_bins", "K_VALUES", "BIN_EDGES",
-           "noise_g_star", "reaggregate", "held_fixed", "coverage_trend"]
+           "noise_g_star", "reaggregate", "held_fixed", "coverage_trend", "movement"]
 
 #: The k of pass@k: powers of two up to the samples per held-out prompt.
 K_VALUES = (1, 2, 4, 8, 16, 32, 64)
@@ -279,10 +279,8 @@ def held_fixed(regime, completions: float | None = None) -> str:
 
 def coverage_trend(curves: dict, k: int, fixed: str) -> dict:
     """The declared trend in log₂ G of Δpass@k (last checkpoint minus warm start) at the
-    largest k: how much coverage each G keeps. Reported with the compute held fixed.
-    The movement covariate the referee asks for (KL to the warm start) is not logged by
-    runs with beta = 0, so it is not here; the entropy trend (theory ch. 13) is its
-    stand-in."""
+    largest k: how much coverage each G keeps. Reported with the compute held fixed; its
+    movement covariate is :func:`movement`."""
     by_G = {int(G): {int(seed): _pk(rows[-1], k) - _pk(rows[0], k)
                      for seed, rows in seeds.items()} for G, seeds in curves.items()}
     if len(by_G) < 2:
@@ -290,10 +288,45 @@ def coverage_trend(curves: dict, k: int, fixed: str) -> dict:
     return stats.g_verdict(by_G, f"change of pass@{k} from the warm start", held_fixed=fixed)
 
 
+def movement(curves: dict, kl: dict, k: int, fixed: str) -> dict:
+    """How far each run moved from the warm start, next to the coverage it kept.
+
+    ``kl[G][seed]`` is a run's final KL to the warm start (``final_kl_to_warm_start`` in
+    ``summary.json``). Returns the KL's own trend in log₂ G (:func:`stats.g_verdict`), and
+    the Δpass@k trend in log₂ G *adjusted* for KL: per seed, the least-squares coefficient of
+    log₂ G in Δpass@k ~ 1 + log₂ G + KL over that seed's runs, with a t interval over
+    seeds. A coverage trend that vanishes once KL is in the model says "larger G kept more
+    coverage because it moved less", not that G protects coverage at equal movement.
+    """
+    Gs = sorted(int(G) for G in curves)
+    seeds = sorted(set.intersection(*(set(int(s) for s in curves[str(G)]) for G in Gs)))
+    seeds = [s for s in seeds if all(s in kl.get(G, {}) for G in Gs)]
+    if len(Gs) < 4 or len(seeds) < 2:
+        return {}
+    x = np.log2(np.asarray(Gs, dtype=float))
+    coefs = []
+    for s in seeds:
+        y = [_pk(curves[str(G)][str(s)][-1], k) - _pk(curves[str(G)][str(s)][0], k)
+             for G in Gs]
+        X = np.column_stack([np.ones_like(x), x, [kl[G][s] for G in Gs]])
+        coefs.append(float(np.linalg.lstsq(X, np.asarray(y), rcond=None)[0][1]))
+    ci = stats.t_interval(coefs)
+    return {"kl_trend": stats.g_verdict({G: {s: kl[G][s] for s in seeds} for G in Gs},
+                                        "final KL to the warm start", held_fixed=fixed,
+                                        margin=None),
+            "kl_mean_by_G": {str(G): float(np.mean([kl[G][s] for s in seeds])) for G in Gs},
+            "adjusted": {"test": f"per seed, coefficient of log2 G in Δpass@{k} ~ 1 + log2 G "
+                                 "+ KL; one-sample t over seeds",
+                         "slope_per_doubling": ci["mean"], "low": ci["low"],
+                         "high": ci["high"], "mde": ci.get("mde"), "per_seed": coefs,
+                         "seeds": seeds}}
+
+
 def reaggregate(out: str, *, write: bool = True) -> dict:
     """Recompute every statistic of ``out/compute_axis.json`` from what is committed: its
-    per-seed per-checkpoint pass@k curves, ``gradient_noise.json`` (rows and Gram matrices)
-    and ``sweep.json`` (the runs' config). The run logs are not committed, so what needs
+    per-seed per-checkpoint pass@k curves, ``gradient_noise.json`` (rows and Gram matrices),
+    ``summary.json`` (each run's final KL to the warm start) and ``sweep.json`` (the runs'
+    config). The run logs are not committed, so what needs
     per-prompt scores (the prompt bootstrap of the final trend, the difficulty bins, the toy
     G* per checkpoint) is kept as the runs' aggregation stored it; the G* regret bootstrap
     then resamples seeds only (it says so). Records the aggregating commit.
@@ -311,6 +344,9 @@ def reaggregate(out: str, *, write: bool = True) -> dict:
     noise_path = os.path.join(out, "gradient_noise.json")
     noise = read_json(noise_path, "gradient-noise measurements") \
         if os.path.isfile(noise_path) else {}
+    summary_path = os.path.join(out, "summary.json")
+    runs_summary = read_json(summary_path, "the sweep's summary").get("runs", []) \
+        if os.path.isfile(summary_path) else []
     for name, reg in doc["regimes"].items():
         curves = reg["curves"]
         ks = reg["k"]
@@ -329,6 +365,11 @@ def reaggregate(out: str, *, write: bool = True) -> dict:
         fake = SimpleNamespace(group_sizes=sorted(int(G) for G in curves))
         reg["pass_at_k_change"] = _pass_at_k_change(curves, fake, ks)
         reg["coverage_trend"] = coverage_trend(curves, ks[-1], fixed)
+        kl = {}
+        for r in runs_summary:
+            if r.get("regime") == name and r.get("final_kl_to_warm_start") is not None:
+                kl.setdefault(int(r["G"]), {})[int(r["seed"])] = r["final_kl_to_warm_start"]
+        reg["movement"] = movement(curves, kl, ks[-1], fixed)
         reg["curvature_final"] = stats.curvature_in_log2_G(by_ckpt[final])
         rows = noise.get(name)
         if rows and not unbiased_estimator(config):
