@@ -375,9 +375,13 @@ def reaggregate(out: str, *, write: bool = True) -> dict:
         if rows and not unbiased_estimator(config):
             reg["g_star"] = {"error": OUT_OF_SCOPE.format(
                 config.scale_rewards, config.loss_type, config.advantage_baseline)}
-        elif rows:
-            g = noise_g_star(rows, advantage_baseline=config.advantage_baseline)
-            g["verdict"] = stats.gstar_verdict(by_ckpt[final], g["g_star"], g.get("range"))
+        elif rows and len({r["G"] for r in rows}) >= 3:
+            try:
+                g = noise_g_star(rows, advantage_baseline=config.advantage_baseline)
+            except ValueError as exc:
+                g = {"error": str(exc)}
+            if "g_star" in g and len(curves) >= 3:
+                g["verdict"] = stats.gstar_verdict(by_ckpt[final], g["g_star"], g.get("range"))
             reg["g_star"] = g
     doc = json.loads(json.dumps(doc))
     doc["aggregated_by"] = {"grpolab_version": __version__, "git_commit": git_commit(),
