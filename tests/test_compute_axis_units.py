@@ -79,3 +79,31 @@ def test_movement_separates_a_coverage_trend_that_is_only_moving_less():
     curves, kl = plant(0.02)
     adj = movement(curves, kl, 64, "")["adjusted"]
     assert adj["low"] > 0 and adj["slope_per_doubling"] == pytest.approx(0.02, abs=0.005)
+
+
+def test_bins_from_the_other_seeds_remove_the_regression_to_the_mean():
+    """F9, planted with no training at all: every evaluation of every run draws fresh
+    binomial successes from the same pass rates. Bins from a run's own warm-start samples
+    show a rise on the "never solved" bin (selection on noise); bins from the other seeds'
+    samples show none beyond noise."""
+    from grpolab.labs.sweep.compute_axis import bins_by_seed, difficulty_bins
+
+    rng = np.random.default_rng(0)
+    n, P, seeds, Gs = 8, 400, range(5), (2, 8)
+    p = rng.beta(0.5, 4, P)  # many prompts near 0
+    first = {}
+    for s in seeds:
+        draw = rng.binomial(n, p)
+        for G in Gs:
+            first[(G, s)] = draw  # one seed's runs share their evaluation samples
+    last = {k: rng.binomial(n, p) for k in first}  # a later evaluation, no training
+
+    def change_in_never_solved(bins_of):
+        d = [(last[k][bins_of(k) == 0] - first[k][bins_of(k) == 0]).mean() / n for k in first]
+        return float(np.mean(d))
+
+    own = change_in_never_solved(lambda k: difficulty_bins(first[k] / n))
+    disjoint_bins = bins_by_seed(first, n)
+    disjoint = change_in_never_solved(lambda k: disjoint_bins[k[1]])
+    assert own > 0.01  # the selection artefact
+    assert abs(disjoint) < own / 3

@@ -37,7 +37,8 @@ from grpolab.grpo.records import finished_run, git_commit, read_json, write_json
 from grpolab.labs import stats
 
 __all__ = ["compute_axis", "pass_at_k_curve", "difficulty_bins", "K_VALUES", "BIN_EDGES",
-           "noise_g_star", "reaggregate", "held_fixed", "coverage_trend", "movement"]
+           "noise_g_star", "reaggregate", "held_fixed", "coverage_trend", "movement",
+           "bins_by_seed"]
 
 #: The k of pass@k: powers of two up to the samples per held-out prompt.
 K_VALUES = (1, 2, 4, 8, 16, 32, 64)
@@ -57,6 +58,28 @@ def difficulty_bins(p0: np.ndarray) -> np.ndarray:
     """Bin index of each prompt's warm-start pass rate (:data:`BIN_NAMES`)."""
     p0 = np.asarray(p0, dtype=float)
     return np.where(p0 == 0, 0, np.where(p0 <= 0.1, 1, np.where(p0 <= 0.5, 2, 3)))
+
+
+def bins_by_seed(first: dict[tuple[int, int], np.ndarray], samples: int) -> dict[int, np.ndarray]:
+    """Difficulty bins for each seed's runs from the *other* seeds' warm-start samples.
+
+    ``first[(G, seed)]`` is a run's per-prompt successes at its first evaluation (the warm
+    start). Runs of one seed share their evaluation samples; runs of different seeds draw
+    their own. Binning a run's prompts by the same samples that define its baseline selects
+    on their noise (a prompt with 0 successes in them rises again with no training: the
+    regression to the mean of the referee's F9), so each seed's bins come from the pooled
+    first evaluations of the other seeds, which are disjoint from its own. With one seed
+    there is nothing disjoint, and the pooled bins are returned (``compute_axis`` says so).
+
+    Derived in: book/labs/05-compute-axis.md, "pass@k: sharpening and coverage".
+    """
+    seeds = sorted({s for _, s in first})
+    out = {}
+    for s in seeds:
+        others = [c for (_, s2), c in first.items() if s2 != s] or list(first.values())
+        pooled = np.asarray(others).sum(0) / (len(others) * samples)
+        out[s] = difficulty_bins(pooled)
+    return out
 
 
 def _evals(log: list[dict]) -> list[dict]:
@@ -164,18 +187,21 @@ def compute_axis(out: str, preset, *, write: bool = True) -> dict:
         first = np.array([ev[0]["eval_sampled_successes"] for ev in runs.values()])
         p0 = first.sum(0) / (first.shape[0] * n)
         bins = difficulty_bins(p0)
+        own_bins = bins_by_seed({k: np.asarray(ev[0]["eval_sampled_successes"])
+                                 for k, ev in runs.items()}, n)
         curves: dict = {}
         by_ckpt: dict[int, dict[int, dict[int, float]]] = {}
         per_prompt_final: dict[int, dict[int, list[float]]] = {}
         for (G, seed), evals in sorted(runs.items()):
+            sb = own_bins[seed]
             rows = []
             for ev in evals:
                 c = np.asarray(ev["eval_sampled_successes"])
                 row = {"completions": ev["completions"], "step": ev["step"],
                        "pass_at_k": pass_at_k_curve(c, n, ks),
                        "greedy": ev["eval_greedy_accuracy"],
-                       "pass_at_k_by_bin": {BIN_NAMES[b]: pass_at_k_curve(c[bins == b], n, ks)
-                                            for b in range(len(BIN_NAMES)) if (bins == b).any()}}
+                       "pass_at_k_by_bin": {BIN_NAMES[b]: pass_at_k_curve(c[sb == b], n, ks)
+                                            for b in range(len(BIN_NAMES)) if (sb == b).any()}}
                 rows.append(row)
                 by_ckpt.setdefault(ev["completions"], {}).setdefault(G, {})[seed] = \
                     row["pass_at_k"][1]
@@ -190,6 +216,14 @@ def compute_axis(out: str, preset, *, write: bool = True) -> dict:
                      "prompts": int(p0.size),
                      "prompts_per_bin": {BIN_NAMES[b]: int((bins == b).sum())
                                          for b in range(len(BIN_NAMES))},
+                     "bins_from": ("each run's bins come from the other seeds' warm-start "
+                                   "samples, disjoint from its own baseline"
+                                   if len(preset.seeds) > 1 else
+                                   "one seed: bins from the run's own warm-start samples "
+                                   "(selection on noise, not disjoint)"),
+                     "prompts_per_bin_by_seed": {str(s): {BIN_NAMES[b]: int((sb == b).sum())
+                                                          for b in range(len(BIN_NAMES))}
+                                                 for s, sb in own_bins.items()},
                      "warm_start_pass_rate_mean": float(p0.mean()), "curves": curves}
         if len(per_prompt_final) >= 2:  # each run's last evaluation, aligned or not
             reg["final_trend_prompt_bootstrap"] = stats.prompt_bootstrap_trend(per_prompt_final)
