@@ -179,6 +179,38 @@ def test_noise_fit_recovers_the_exact_models_constants(tmp_path):
         adv.load_noise(str(f), "hard")
 
 
+def _mean_baseline_rows(c1, c2, c3, signal, batches=64):
+    """Rows a mean-baseline estimator produces: the leave-one-out model's variance and
+    signal, each times ((G − 1)/G)² (r_i − r̄ = ((G − 1)/G)(r_i − r̄₋ᵢ), issue 31 / F1)."""
+    rows = []
+    for B, G in [(32, 2), (16, 4), (8, 8), (4, 16), (2, 32)]:
+        f = ((G - 1) / G) ** 2
+        tv = f * float(theory.minibatch_gradient_mse(B, G, c1, c2, c3))
+        rows.append({"G": G, "prompts_per_step": B, "batches": batches, "trace_variance": tv,
+                     "mean_gradient_norm_sq": f * signal + tv / batches})
+    return rows
+
+
+def test_noise_fit_recovers_planted_constants_from_mean_baseline_rows():
+    """F1: a mean-baseline dataset from known leave-one-out constants is recovered within
+    5% once its rows are converted; fitted raw, as the labs did, it is not."""
+    c1, c2, c3, signal = 0.05, 0.02, 0.4, 0.1  # G* = 1 + sqrt(8) = 3.83
+    rows = _mean_baseline_rows(c1, c2, c3, signal)
+    got = adv.fit_noise_constants(rows, advantage_baseline="mean")
+    assert (got.c1, got.c2, got.c3, got.signal) == pytest.approx((c1, c2, c3, signal),
+                                                                 rel=0.05)
+    assert got.g_star == pytest.approx(1 + math.sqrt(c3 / c1), rel=0.05)
+    assert any("leave-one-out units" in n for n in got.notes)
+    raw = adv.fit_noise_constants(rows)  # the old fit: leave-one-out model on raw rows
+    assert abs(raw.g_star / got.g_star - 1) > 0.05
+    assert abs(raw.c3 / c3 - 1) > 0.05 or abs(raw.c1 / c1 - 1) > 0.05
+    # a row's own advantage_baseline key overrides the argument
+    tagged = [dict(r, advantage_baseline="mean") for r in rows]
+    assert adv.fit_noise_constants(tagged).g_star == pytest.approx(got.g_star)
+    with pytest.raises(adv.AdviseError, match="advantage_baseline"):
+        adv.fit_noise_constants(rows, advantage_baseline="critic")
+
+
 def test_noise_fit_debiases_the_signal_and_can_fail_without_it():
     """Without debiasing, ‖ḡ‖² carries tr Var/n of noise: a planted misuse is detectable."""
     rows = _noise_rows(0.5, 2.0, 30.0, 0.1, batches=4)

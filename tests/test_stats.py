@@ -110,8 +110,12 @@ def test_crossing_test_supports_contradicts_or_is_inconclusive_as_planted():
                 for k, c in enumerate(computes)}
     assert crossing_test(planted(+1))["verdict"] == "supported"
     assert crossing_test(planted(-1))["verdict"] == "contradicted"
-    flat = {c: _table(lambda x: 0.4, noise=0.01, rng_seed=k) for k, c in enumerate(computes)}
+    flat = {c: _table(lambda x: 0.4, noise=0.001, rng_seed=k) for k, c in enumerate(computes)}
     assert crossing_test(flat)["verdict"] == "inconclusive"
+    # too noisy to show that G = 2 has levelled off: the precondition fails
+    noisy = {c: _table(lambda x: 0.4, noise=0.01, rng_seed=k) for k, c in enumerate(computes)}
+    out = crossing_test(noisy)
+    assert out["window_direction"] == "inconclusive" and out["verdict"] == "not reached"
 
 
 def test_best_g_with_ties_names_the_indistinguishable_ones():
@@ -174,3 +178,127 @@ def test_a_contrast_whose_spread_is_float_residue_is_not_a_detection():
     assert c["p_value"] is None and "no spread" in c["test"]
     real = contrast({0: 0.006, 1: 0.104, 2: 0.7055, 3: 0.335}, b)
     assert real["p_value"] is not None and real["test"] == "paired t"
+
+
+# ----------------------------------------------------------------------------- issue 31
+def _isocompute(G, C):
+    """IsoCompute-like curves: a larger G starts learning later and levels off higher; the
+    mean curves of G = 2 and G = 32 cross at about 9.6x the lab's last checkpoint (32,768)."""
+    x = np.log2(G)
+    return 0.06 + (0.10 + 0.05 * x) / (1 + np.exp(-(np.log(C) - np.log(5e4) - 0.5 * x)))
+
+
+def _observed(computes, rng_seed=0, noise=0.004):
+    rng = np.random.default_rng(rng_seed)
+    return {c: {G: {s: float(_isocompute(G, c) + noise * rng.normal()) for s in range(5)}
+                for G in (2, 4, 8, 16, 32)} for c in computes}
+
+
+def test_a_crossing_beyond_the_budget_is_not_reached_not_contradicted():
+    """F3: curves that follow IsoCompute but cross 9x past the window show small G ahead
+    inside it; without the plateau precondition the test called them "contradicted"."""
+    from grpolab.labs.stats import crossing_test
+
+    grid = np.geomspace(256, 2 ** 26, 4000)
+    cross = grid[np.argmax(_isocompute(32, grid) > _isocompute(2, grid))]
+    assert 5 < cross / 32768 < 15  # the planted crossing lies beyond the window
+    window = [256 * 2 ** k for k in range(8)]
+    for rep in range(5):
+        out = crossing_test(_observed(window, rep))
+        assert out["window_direction"] == "contradicted"  # what the old verdict said
+        assert out["verdict"] == "not reached" and not out["precondition"]["holds"]
+        assert out["mde"] > 0
+    # the same curves observed around the crossing, once G = 2 has levelled off (with an
+    # eval noise small enough for 5 seeds to show the plateau: 2.78·σ·√(2/5) < 0.005)
+    late = [2 ** 17 * 2 ** k for k in range(8)]
+    out = crossing_test(_observed(late, noise=0.0015))
+    assert out["precondition"]["holds"] and out["verdict"] == "supported"
+
+
+def test_the_plateau_precondition_fails_on_a_still_rising_arm():
+    from grpolab.labs.stats import plateau_precondition
+
+    rising = {c: {2: {s: 0.1 + 0.01 * np.log2(c) + 0.001 * s for s in range(4)}}
+              for c in (1024, 2048, 4096)}
+    assert not plateau_precondition(rising)["holds"]
+    flat = {c: {2: {s: 0.3 + 0.0005 * ((s * 7 + c) % 3) for s in range(4)}}
+            for c in (1024, 2048, 4096)}
+    assert plateau_precondition(flat)["holds"]
+
+
+def test_tost_concludes_equivalent_for_a_tight_zero_and_not_for_a_real_effect():
+    from grpolab.labs.stats import tost
+
+    rng = np.random.default_rng(0)
+    zero = rng.normal(0.0, 0.001, 5)  # a true zero slope with tight noise
+    assert tost(zero, margin=0.005)["verdict"] == "equivalent"
+    real = rng.normal(0.008, 0.001, 5)  # a real effect beyond the margin
+    assert tost(real, margin=0.005)["verdict"] == "not equivalent"
+    noisy = rng.normal(0.0, 0.02, 5)  # a zero with noise too large to conclude anything
+    assert tost(noisy, margin=0.005)["verdict"] == "not equivalent"
+    with pytest.raises(ValueError, match="margin"):
+        tost(zero, margin=0)
+
+
+def test_the_minimum_detectable_effect_uses_t_quantiles_and_has_its_power():
+    from scipy import stats as sps
+
+    from grpolab.labs.stats import minimum_detectable_effect, t_interval
+
+    assert minimum_detectable_effect(1.0, 4) == pytest.approx(2.7764 + 0.9410, abs=1e-3)
+    assert minimum_detectable_effect(1.0, 4) > 1.96 + 0.84  # few seeds: t, not normal
+    assert t_interval([0.1, 0.2, 0.15])["mde"] is not None
+    # simulated: a true effect of one MDE is detected ~80% of the time with 5 seeds
+    rng = np.random.default_rng(0)
+    sd, n = 0.01, 5
+    mde = minimum_detectable_effect(sd / np.sqrt(n), n - 1)
+    hits = [sps.ttest_1samp(rng.normal(mde, sd, n), 0).pvalue < 0.05 for _ in range(4000)]
+    assert 0.74 < np.mean(hits) < 0.86
+
+
+def test_g_verdict_names_the_compute_and_the_mde_of_a_null():
+    from grpolab.labs.stats import g_verdict
+
+    flat = _table(lambda x: 0.4, noise=0.01)
+    v = g_verdict(flat, "pass@1", held_fixed="at a fixed budget of 64 completions per step")
+    assert "at a fixed budget of 64 completions per step" in v["statement"]
+    assert "MDE" in v["statement"] and "TOST" in v["statement"]
+
+
+def test_gstar_agrees_only_with_a_non_degenerate_interval_and_a_test_that_could_fail():
+    from grpolab.labs.stats import gstar_verdict
+
+    # predicted = best = 2, every other G within a noisy half point: a degenerate t regret
+    # of 0 must not read as agreement, since no prediction could fail
+    near = _table(lambda x: 0.4 - 0.001 * x, noise=0.003)
+    out = gstar_verdict(near, g_pred=2.0, g_range=(2.0, 2.4))
+    assert out["predicted_G"] == 2 and out["verdict"] != "agrees"
+    assert not out["power"]["a_prediction_can_fail"]
+    # a strong planted falling curve: predicting 2 can now fail for other G, and agrees
+    falling = _table(lambda x: 0.5 - 0.03 * x, noise=0.002)
+    out = gstar_verdict(falling, g_pred=2.0, g_range=(2.0, 2.4))
+    assert out["power"]["a_prediction_can_fail"] and out["verdict"] == "agrees"
+    assert not out["regret_bootstrap"]["degenerate"]
+
+
+def test_matched_compute_reverses_an_equal_steps_effect_that_is_only_more_compute():
+    """F4: at fixed prompts per step, G = 32 spends 16x the completions of G = 2 at a step.
+    Planted: pass@1 depends only on completions spent minus a small cost per doubling of G,
+    so equal steps show a rise in G and matched completions show the planted fall."""
+    from grpolab.labs.stats import matched_compute_trend, trend_in_log2_G
+
+    rng = np.random.default_rng(0)
+    B, steps = 4, (0, 25, 50, 100, 200)
+    def metric(c, G):
+        return 0.3 + 0.03 * np.log1p(c / 400) - 0.01 * np.log2(G) + 0.001 * rng.normal()
+    curves = {G: {s: [(B * G * t, metric(B * G * t, G)) for t in steps] for s in range(3)}
+              for G in (2, 4, 8, 16, 32)}
+    equal_steps = trend_in_log2_G({G: {s: rows[-1][1] for s, rows in seeds.items()}
+                                   for G, seeds in curves.items()})
+    assert equal_steps["low"] > 0
+    m = matched_compute_trend(curves, 1600)
+    assert m["G_compared"] == [2, 4, 8, 16] and m["G_left_out"] == [32]
+    assert m["high"] < 0 and m["slope_per_doubling"] == pytest.approx(-0.01, abs=0.003)
+    assert m["held_fixed"] == "at matched completions (1,600)"
+    with pytest.raises(ValueError, match="fewer than two"):
+        matched_compute_trend(curves, 123)

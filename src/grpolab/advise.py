@@ -62,6 +62,7 @@ __all__ = [
     "candidate_group_sizes",
     "fit_beta_binomial",
     "fit_noise_constants",
+    "leave_one_out_units",
     "format_advice",
     "load_noise",
     "load_pass_rates",
@@ -928,8 +929,29 @@ def _noise_row(r, i: int, source: str, debias: bool) -> tuple[float, float, floa
     return B, G, tv, m
 
 
+def leave_one_out_units(G, advantage_baseline: str):
+    """The factor that puts one gradient-noise row measured with ``advantage_baseline`` in
+    the leave-one-out units the exact model is derived in: 1 for ``"leave_one_out"``,
+    (G/(G − 1))² for ``"mean"``. For every batch r_i − r̄ = ((G − 1)/G)(r_i − r̄₋ᵢ), so the
+    mean-baseline gradient is exactly (G − 1)/G times the leave-one-out one and its variance
+    and squared mean carry ((G − 1)/G)², a factor that runs from 0.25 at G = 2 to 0.94 at
+    G = 32: not a constant across a fit's rows.
+
+    Derived in: book/theory/02-baseline-variance.md ("the mean baseline is (G − 1)/G times
+    the leave-one-out one"); the F1 finding of the referee report, book/labs/05.
+    """
+    if advantage_baseline == "leave_one_out":
+        return np.ones_like(np.asarray(G, dtype=float))
+    if advantage_baseline == "mean":
+        G = np.asarray(G, dtype=float)
+        return (G / (G - 1.0)) ** 2
+    raise AdviseError(f"advantage_baseline must be 'mean' or 'leave_one_out', got "
+                      f"{advantage_baseline!r}: the exact noise model describes no other")
+
+
 def fit_noise_constants(rows: list[dict], source: str = "fit", *,
-                        debias: bool = True) -> NoiseConstants:
+                        debias: bool = True,
+                        advantage_baseline: str = "leave_one_out") -> NoiseConstants:
     """Fit the exact model MSE = c₁/B + c₂/(BG) + c₃/(BG(G − 1)) to measured gradient noise,
     under the constraint the model itself implies, c₃ ≥ c₁ + ‖∇J‖².
 
@@ -956,6 +978,14 @@ def fit_noise_constants(rows: list[dict], source: str = "fit", *,
     ``notes`` says when the signal is not resolved, when the constraint binds, and when the
     model fits badly (the estimator is then probably not the one it describes).
 
+    **Units.** The model is derived for the leave-one-out baseline. Rows measured with the
+    group-mean baseline (``advantage_baseline="mean"``, GRPO's; a row's own
+    ``advantage_baseline`` key overrides the argument) are first converted, trace variance
+    and signal alike, by (G/(G − 1))² (:func:`leave_one_out_units`); the fitted constants,
+    ``signal`` and G* are then in leave-one-out units. Fitting raw mean-baseline rows would
+    pool signals that differ by ((G − 1)/G)² (×3.75 from G = 2 to 32) and suppress the
+    small-G variance, which makes the constraint bind and G* collapse toward 2.
+
     Derived in: book/theory/02-baseline-variance.md, "Fitting the constants".
     """
     if not isinstance(rows, list):
@@ -967,6 +997,10 @@ def fit_noise_constants(rows: list[dict], source: str = "fit", *,
         raise AdviseError(f"{source}: need gradient noise at >= 3 distinct (B, G) points to "
                           f"fit c1, c2, c3, got {len(data)} rows")
     B, G, tv, s = data.T
+    baselines = [r.get("advantage_baseline", advantage_baseline) for r in rows]
+    units = np.array([float(leave_one_out_units(g, b)) for g, b in zip(G, baselines,
+                                                                        strict=True)])
+    tv, s = tv * units, s * units  # leave-one-out units, the model's own
     floor = tv / np.array([float(r["batches"]) for r in rows]) if debias else tv
     w = 1.0 / floor ** 2
     signal = float(np.sum(w * s) / np.sum(w))
@@ -990,6 +1024,8 @@ def fit_noise_constants(rows: list[dict], source: str = "fit", *,
     if resid > 0.25:
         notes.append(f"the model misses a row by {resid:.0%}: is the estimator the one it "
                      "describes (no std division, a G-independent loss normaliser)?")
+    if any(b == "mean" for b in baselines):
+        notes.append("mean-baseline rows converted to leave-one-out units by (G/(G-1))^2")
     return NoiseConstants(c1, c2, c3, source, signal=signal, points=len(data),
                           max_rel_residual=resid, notes=notes)
 

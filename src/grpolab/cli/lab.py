@@ -158,8 +158,13 @@ def _run_sweep_locked(args: argparse.Namespace) -> int:
     summary = run_sweep(preset, args.out, progress=not args.quiet, plots=not args.no_plots)
     print(f"{summary['runs_finished']}/{summary['runs_planned']} runs finished in {args.out} "
           f"({summary['seconds_this_invocation']:.0f} s this invocation)")
+    import os
+
+    from grpolab.labs.sweep.report import g_effects, load_curves
     from grpolab.labs.sweep.sweep import PRIMARY_METRIC
 
+    curves_path = os.path.join(args.out, "curves.csv")
+    effects = g_effects(summary, load_curves(args.out) if os.path.isfile(curves_path) else [])
     for name, info in summary["regimes"].items():
         runs = [r for r in summary["runs"] if r["regime"] == name]
         by_G: dict[int, list[float]] = {}
@@ -168,8 +173,9 @@ def _run_sweep_locked(args: argparse.Namespace) -> int:
         start = sum(r["initial_sampled_accuracy"] for r in runs) / len(runs)
         means = ", ".join(f"G={G}: {sum(v) / len(v):.3f}" for G, v in sorted(by_G.items()))
         print(f"[{name}] held-out sampled pass@1: warm start {start:.3f} -> final {means}")
-        verdict = info.get("verdict")  # tested only across two G or more
-        print(f"[{name}] {verdict['statement']}" if verdict else
+        # each G effect names the compute it holds fixed (issue 31: matched compute)
+        mine = [line for line in effects if line.startswith(f"[{name}] ")]
+        print("\n".join(mine) if mine else
               f"[{name}] one G value: nothing to compare across G (pass --G with two or more "
               "values for the trend test)")
         if info["zero_variance_mean_abs_gap"] is not None:

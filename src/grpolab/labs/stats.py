@@ -31,7 +31,9 @@ from scipy import stats
 
 __all__ = ["t_interval", "trend_in_log2_G", "contrast", "holm", "pairwise_contrasts",
            "g_verdict", "curvature_in_log2_G", "crossing_test", "best_G_with_ties",
-           "prompt_bootstrap_trend", "gstar_verdict", "GSTAR_MARGIN", "trend_direction"]
+           "prompt_bootstrap_trend", "gstar_verdict", "GSTAR_MARGIN", "trend_direction",
+           "minimum_detectable_effect", "tost", "EQUIVALENCE_MARGIN", "POWER",
+           "plateau_precondition", "PLATEAU_GAIN", "matched_compute_trend"]
 
 
 def _clean(values, name: str) -> np.ndarray:
@@ -53,7 +55,70 @@ def t_interval(values: Sequence[float], confidence: float = 0.95) -> dict:
     se = float(x.std(ddof=1) / math.sqrt(n))
     t = float(stats.t.ppf(0.5 + confidence / 2, n - 1))
     return {"mean": mean, "low": mean - t * se, "high": mean + t * se, "se": se, "n": n,
-            "df": n - 1, "t_critical": t}
+            "df": n - 1, "t_critical": t, "mde": minimum_detectable_effect(se, n - 1,
+                                                                            1 - confidence)}
+
+
+#: The power at which every null's minimum detectable effect is stated.
+POWER = 0.8
+
+
+def minimum_detectable_effect(se: float | None, df: float, alpha: float = 0.05,
+                              power: float = POWER) -> float | None:
+    """The smallest true effect a two-sided t test at level ``alpha`` detects with
+    probability ``power``: (t₁₋α/₂ + t_power) · se, with t critical values at ``df`` degrees
+    of freedom (not the normal's 1.96 + 0.84: with 3 to 5 seeds the t quantiles are much
+    larger). ``se`` is the measured standard error, so this is the design's MDE at the
+    measured spread. Every null result in the labs is stated with it, so a null reads as
+    "no effect larger than this" and not as "no effect".
+
+    Derived in: book/labs/05-compute-axis.md, "Power".
+    """
+    if se is None or df is None or df < 1 or not math.isfinite(se):
+        return None
+    return float((stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df)) * se)
+
+
+#: The declared equivalence margin of a trend in log₂ G (pass@1 per doubling of G): half a
+#: percentage point. A slope inside ±0.005 moves pass@1 by at most 2 pp across the labs'
+#: whole grid (2 to 32, four doublings), below the seed-to-seed spread of one run.
+EQUIVALENCE_MARGIN = 0.005
+
+
+def tost(values: Sequence[float], margin: float = EQUIVALENCE_MARGIN,
+         alpha: float = 0.05) -> dict:
+    """Two one-sided t tests (TOST) that the mean of ``values`` (e.g. per-seed slopes) lies
+    inside (−margin, +margin). "equivalent" when both one-sided p-values are below
+    ``alpha``, i.e. when the (1 − 2α) t interval lies inside the margin; "not equivalent"
+    otherwise (which is not evidence of an effect: see the two-sided test for that). The
+    margin must be declared before the data are seen.
+
+    Derived in: book/labs/05-compute-axis.md, "Power".
+    """
+    if not margin > 0:
+        raise ValueError(f"margin must be > 0, got {margin!r}")
+    x = _clean(values, "values")
+    n = x.size
+    mean = float(x.mean())
+    if n < 2:
+        return {"test": "TOST", "margin": margin, "mean": mean, "verdict": "not equivalent",
+                "why": "one value: no interval", "p_value": None, "low": None, "high": None}
+    se = float(x.std(ddof=1) / math.sqrt(n))
+    df = n - 1
+    if se <= 1e-12 * max(1.0, abs(mean)):
+        p = 0.0 if abs(mean) < margin else 1.0
+        low = high = mean
+    else:
+        p_low = float(stats.t.sf((mean + margin) / se, df))   # H0: mean <= -margin
+        p_high = float(stats.t.cdf((mean - margin) / se, df))  # H0: mean >= +margin
+        p = max(p_low, p_high)
+        t = float(stats.t.ppf(1 - alpha, df))
+        low, high = mean - t * se, mean + t * se
+    verdict = "equivalent" if p < alpha else "not equivalent"
+    return {"test": f"TOST, two one-sided t tests, margin ±{margin:g}", "margin": margin,
+            "mean": mean, "low": low, "high": high,
+            "interval": f"{100 * (1 - 2 * alpha):.0f}% t interval", "p_value": p,
+            "n": n, "df": df, "verdict": verdict}
 
 
 def trend_in_log2_G(by_G_and_seed: Mapping[int, Mapping[int, float]],
@@ -79,7 +144,7 @@ def trend_in_log2_G(by_G_and_seed: Mapping[int, Mapping[int, float]],
     return {"test": "per-seed OLS slope on log2 G, one-sample t over seeds",
             "slope_per_doubling": ci["mean"], "low": ci["low"], "high": ci["high"],
             "p_value": p, "seeds": seeds, "G": Gs, "per_seed_slopes": slopes,
-            "confidence": confidence}
+            "confidence": confidence, "mde": ci.get("mde")}
 
 
 def trend_direction(trend: dict, alpha: float = 0.05) -> str:
@@ -120,7 +185,7 @@ def contrast(a: Mapping[int, float], b: Mapping[int, float], confidence: float =
         test = ("paired t" if (ci["se"] and not _float_residue(ci)) or ci["mean"] == 0 else
                 "paired t, no spread (every seed differs by the same amount: not a test)")
         return {"difference": ci["mean"], "low": ci["low"], "high": ci["high"],
-                "p_value": _p_value(ci), "test": test, "n": ci["n"]}
+                "p_value": _p_value(ci), "test": test, "n": ci["n"], "mde": ci.get("mde")}
     xa, xb = _clean(list(a.values()), "a"), _clean(list(b.values()), "b")
     diff = float(xa.mean() - xb.mean())
     if xa.size < 2 or xb.size < 2:
@@ -132,7 +197,8 @@ def contrast(a: Mapping[int, float], b: Mapping[int, float], confidence: float =
     t = float(stats.t.ppf(0.5 + confidence / 2, df))
     p = float(2 * stats.t.sf(abs(diff) / se, df)) if se else (0.0 if diff else 1.0)
     return {"difference": diff, "low": diff - t * se, "high": diff + t * se, "p_value": p,
-            "test": "Welch t", "n": min(xa.size, xb.size)}
+            "test": "Welch t", "n": min(xa.size, xb.size),
+            "mde": minimum_detectable_effect(se, df, 1 - confidence)}
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:
@@ -162,11 +228,18 @@ def pairwise_contrasts(by_arm_and_seed: Mapping, pairs: Sequence[tuple] | None =
 
 
 def g_verdict(by_G_and_seed: Mapping[int, Mapping[int, float]], metric: str,
-              alpha: float = 0.05) -> dict:
+              alpha: float = 0.05, *, held_fixed: str = "",
+              margin: float | None = EQUIVALENCE_MARGIN) -> dict:
     """The sweep's pre-declared verdict for one regime: the trend (primary) and all pairwise
-    G contrasts (Holm), with a one-sentence statement that quotes the interval."""
+    G contrasts (Holm), with a one-sentence statement that quotes the interval, names the
+    compute held fixed (``held_fixed``, e.g. "at a fixed budget of 64 completions per
+    step"), states a null's minimum detectable effect and the TOST equivalence verdict of
+    the per-seed slopes at ±``margin`` per doubling (``None``: no equivalence test, for a
+    metric whose units the declared margin is not in)."""
     trend = trend_in_log2_G(by_G_and_seed, 1 - alpha)
     pairs = pairwise_contrasts(by_G_and_seed, alpha=alpha, confidence=1 - alpha)
+    equivalence = (tost(trend["per_seed_slopes"], margin, alpha) if margin is not None
+                   else None)
     if trend["low"] is None:
         statement = (f"{metric}: slope {trend['slope_per_doubling']:+.4f} per doubling of G "
                      "(one seed: no interval)")
@@ -174,13 +247,18 @@ def g_verdict(by_G_and_seed: Mapping[int, Mapping[int, float]], metric: str,
         sig = trend["p_value"] is not None and trend["p_value"] < alpha
         what = ("a trend in G" if sig else "no spread over seeds: not a test"
                 if trend["p_value"] is None else "no detectable trend in G")
-        statement = (f"{metric}: {trend['slope_per_doubling']:+.4f} per doubling of G, "
+        statement = (f"{metric}: {trend['slope_per_doubling']:+.4f} per doubling of G"
+                     f"{', ' + held_fixed if held_fixed else ''}, "
                      f"{100 * (1 - alpha):.0f}% CI [{trend['low']:+.4f}, {trend['high']:+.4f}] "
                      f"over {len(trend['seeds'])} seeds: {what}")
+        if not sig and trend["mde"] is not None:
+            statement += f" (80%-power MDE {trend['mde']:.4f})"
+        if equivalence is not None:
+            statement += f"; TOST at ±{margin:g}: {equivalence['verdict']}"
         n_diff = sum(r["differs"] for r in pairs)
         statement += f"; {n_diff} of {len(pairs)} pairwise contrasts differ after Holm"
     return {"metric": metric, "alpha": alpha, "trend": trend, "contrasts": pairs,
-            "statement": statement}
+            "equivalence": equivalence, "held_fixed": held_fixed, "statement": statement}
 
 
 # ----------------------------------------------------------------------------- issue 24
@@ -245,8 +323,44 @@ def curvature_in_log2_G(by_G_and_seed: Mapping[int, Mapping[int, float]],
             "convex": ci["low"] is not None and ci["low"] > 0}
 
 
+#: The declared plateau threshold of the crossing test's precondition (pass@1): the
+#: smallest G's gain over the last doubling of compute must have a 95% interval below half a
+#: percentage point. IsoCompute's crossing happens where the small-G runs have levelled off;
+#: before that, small G leading is IsoCompute's own low-compute prediction.
+PLATEAU_GAIN = 0.005
+
+
+def plateau_precondition(by_checkpoint: Mapping[float, Mapping[int, Mapping[int, float]]],
+                         threshold: float = PLATEAU_GAIN, confidence: float = 0.95) -> dict:
+    """Whether the smallest G's arm has plateaued: per seed, its metric at the last
+    checkpoint minus that at the checkpoint nearest half that compute (at or below it); a t
+    interval over seeds; "holds" when the interval's upper end is below ``threshold``.
+
+    Derived in: book/labs/05-compute-axis.md, "The crossing".
+    """
+    computes = sorted(by_checkpoint)
+    last = computes[-1]
+    earlier = [c for c in computes if c <= last / 2]
+    G = min(by_checkpoint[last])
+    if not earlier:
+        return {"holds": False, "G": G, "why": "no checkpoint at half the last compute",
+                "threshold": threshold}
+    half = earlier[-1]
+    a, b = by_checkpoint[last].get(G, {}), by_checkpoint[half].get(G, {})
+    seeds = sorted(set(a) & set(b))
+    ci = t_interval([a[s] - b[s] for s in seeds], confidence) if seeds else None
+    holds = bool(ci and ci["high"] is not None and ci["high"] < threshold)
+    return {"holds": holds, "G": G, "from": half, "to": last, "gain": ci,
+            "threshold": threshold,
+            "why": (f"G = {G}'s gain from {half:g} to {last:g} completions has a "
+                    f"{100 * confidence:.0f}% interval "
+                    + (f"[{ci['low']:+.4f}, {ci['high']:+.4f}]" if ci and ci["low"] is not None
+                       else "(none)")
+                    + (" below " if holds else " not below ") + f"{threshold:g}")}
+
+
 def crossing_test(by_checkpoint: Mapping[float, Mapping[int, Mapping[int, float]]],
-                  confidence: float = 0.95) -> dict:
+                  confidence: float = 0.95, plateau: float = PLATEAU_GAIN) -> dict:
     """The declared test of IsoCompute's crossing (the best G grows with compute).
 
     ``by_checkpoint[compute][G][seed]``: the primary metric of each run at each checkpoint
@@ -254,8 +368,15 @@ def crossing_test(by_checkpoint: Mapping[float, Mapping[int, Mapping[int, float]
     metric on log₂ G; then per seed, the OLS slope of those slopes on log(compute) (the
     "slope of slopes": how much more a doubling of G is worth per e-fold of compute); then a
     one-sample t interval over seeds. IsoCompute predicts a positive slope of slopes.
-    Verdict: ``"supported"`` when the interval lies above 0, ``"contradicted"`` below 0,
-    ``"inconclusive"`` otherwise.
+
+    **Precondition** (declared, :func:`plateau_precondition`): the smallest G's arm has
+    plateaued (its gain over the last doubling of compute has a 95% interval below
+    ``plateau``). Curves that follow IsoCompute but cross beyond the budget show a negative
+    slope of slopes inside the window (small G learns first), so without the precondition
+    the test would call them "contradicted". Verdict: ``"not reached"`` when the
+    precondition fails; else ``"supported"`` when the interval lies above 0,
+    ``"contradicted"`` below 0, ``"inconclusive"`` otherwise. ``window_direction`` keeps
+    what the interval alone says, and ``mde`` the slope of slopes detectable at 80% power.
     """
     computes = sorted(c for c in by_checkpoint if c > 0)
     if len(computes) < 3:
@@ -269,16 +390,53 @@ def crossing_test(by_checkpoint: Mapping[float, Mapping[int, Mapping[int, float]
         y = [trends[c]["per_seed_slopes"][trends[c]["seeds"].index(s)] for c in computes]
         per_seed.append(float(np.dot(lc, y) / np.dot(lc, lc)))
     ci = t_interval(per_seed, confidence)
-    verdict = ("inconclusive" if ci["low"] is None else "supported" if ci["low"] > 0
-               else "contradicted" if ci["high"] < 0 else "inconclusive")
+    direction = ("inconclusive" if ci["low"] is None else "supported" if ci["low"] > 0
+                 else "contradicted" if ci["high"] < 0 else "inconclusive")
+    pre = plateau_precondition(by_checkpoint, plateau, confidence)
+    verdict = direction if pre["holds"] else "not reached"
     return {"test": "per seed: slope on log(compute) of the per-checkpoint slope on log2 G; "
-                    "one-sample t over seeds",
+                    "one-sample t over seeds; precondition: the smallest G has plateaued",
             "slope_of_slopes": ci["mean"], "low": ci["low"], "high": ci["high"],
-            "p_value": _p_value(ci), "per_seed": per_seed, "seeds": seeds,
-            "computes": computes, "verdict": verdict,
+            "p_value": _p_value(ci), "mde": ci.get("mde"), "per_seed": per_seed,
+            "seeds": seeds, "computes": computes, "verdict": verdict,
+            "window_direction": direction, "precondition": pre,
             "slope_by_checkpoint": {c: trends[c]["slope_per_doubling"] for c in computes},
             "slope_by_checkpoint_low": {c: trends[c]["low"] for c in computes},
             "slope_by_checkpoint_high": {c: trends[c]["high"] for c in computes}}
+
+
+def matched_compute_trend(curves: Mapping[int, Mapping[int, Sequence[tuple[float, float]]]],
+                          completions: float, confidence: float = 0.95) -> dict:
+    """The trend in log₂ G at matched compute: every arm read at the evaluation where it had
+    consumed exactly ``completions`` completions.
+
+    ``curves[G][seed]`` is a run's ``(completions, metric)`` evaluation rows. At equal steps
+    with a fixed number of prompts per step, G = 32 spends 16× the completions of G = 2, so
+    the equal-steps slope measures the value of more samples per step (more compute), not
+    G. Arms with no evaluation at exactly ``completions`` in every seed are left out (and
+    listed); at least two G values must remain.
+
+    Derived in: book/labs/01-g-sweep.md, "Matched compute".
+    """
+    by_G: dict[int, dict[int, float]] = {}
+    left_out = []
+    for G in sorted(curves):
+        at = {}
+        for seed, rows in curves[G].items():
+            hit = [m for c, m in rows if c == completions]
+            if hit:
+                at[seed] = hit[-1]
+        if at and len(at) == len(curves[G]):
+            by_G[G] = at
+        else:
+            left_out.append(G)
+    if len(by_G) < 2:
+        raise ValueError(f"fewer than two G values were evaluated at exactly {completions:g} "
+                         "completions")
+    trend = trend_in_log2_G(by_G, confidence)
+    return {**trend, "completions": completions, "G_compared": sorted(by_G),
+            "G_left_out": left_out,
+            "held_fixed": f"at matched completions ({completions:,.0f})"}
 
 
 def best_G_with_ties(by_G_and_seed: Mapping[int, Mapping[int, float]],
@@ -335,23 +493,66 @@ def prompt_bootstrap_trend(per_prompt: Mapping[int, Mapping[int, Sequence[float]
 GSTAR_MARGIN = 0.01
 
 
+def _bootstrap_regret(by_G_and_seed, predicted, per_prompt, n_boot, confidence, seed):
+    """Signed regret of ``predicted``: the best *other* G's mean minus the predicted G's,
+    re-picked in every draw (negative: the predicted G beats every other G); draws resample
+    seeds, and prompts too when ``per_prompt`` is given. Against the best other G rather
+    than the best G, so a predicted G that is the best does not get a regret of exactly 0
+    in every draw: the interval measures by how much it wins."""
+    Gs = sorted(by_G_and_seed)
+    seeds = sorted(set.intersection(*(set(by_G_and_seed[G]) for G in Gs)))
+    rng = np.random.default_rng(seed)
+    if per_prompt is not None:
+        Y = np.asarray([[np.asarray(per_prompt[G][s], dtype=float) for G in Gs]
+                        for s in seeds])  # (seeds, G, prompts)
+    else:
+        Y = np.asarray([[[by_G_and_seed[G][s]] for G in Gs] for s in seeds])
+    S, _, P = Y.shape
+    j = Gs.index(predicted)
+    draws = np.empty(n_boot)
+    for b in range(n_boot):
+        ss = rng.integers(0, S, S)
+        pp = rng.integers(0, P, P) if P > 1 else np.zeros(1, dtype=int)
+        m = Y[ss][:, :, pp].mean(axis=(0, 2))
+        draws[b] = float(np.delete(m, j).max() - m[j])
+    lo, hi = np.quantile(draws, [(1 - confidence) / 2, (1 + confidence) / 2])
+    point = Y.mean(axis=(0, 2))
+    return {"mean": float(np.delete(point, j).max() - point[j]), "low": float(lo),
+            "high": float(hi),
+            "n_boot": n_boot, "resampled": "seeds and prompts" if per_prompt is not None
+            else "seeds only (no per-prompt scores stored)",
+            "degenerate": bool(hi - lo <= 1e-12)}
+
+
 def gstar_verdict(by_G_and_seed: Mapping[int, Mapping[int, float]], g_pred: float,
                   g_range: tuple[float, float] | None, margin: float = GSTAR_MARGIN,
-                  confidence: float = 0.95) -> dict:
-    """The declared test of a predicted G*, written before the runs (issue 24, item 4).
+                  confidence: float = 0.95, *,
+                  per_prompt: Mapping[int, Mapping[int, Sequence[float]]] | None = None,
+                  n_boot: int = 2000, seed: int = 0) -> dict:
+    """The declared test of a predicted G*, written before the runs (issue 24, item 4;
+    issue 31: a non-degenerate interval).
 
-    The prediction is the grid G nearest to ``g_pred`` in log₂. Regret per seed: the metric
-    of the best measured G (by mean) minus that of the predicted G; its t interval over
-    seeds. Verdict:
+    The prediction is the grid G nearest to ``g_pred`` in log₂. Regret: the metric of the
+    best other G minus that of the predicted G (negative when the predicted G wins). Its
+    interval is a bootstrap over seeds (and over held-out prompts when
+    ``per_prompt[G][seed]`` holds per-prompt scores) that re-picks the best other G in
+    every draw, so a prediction that happens to equal the measured best does not get the
+    degenerate [0, 0] of a paired t interval against itself. The paired t interval against
+    the measured best is kept as ``regret`` for reference. Verdict:
 
     - ``"inconclusive"`` when ``g_range`` (the prediction's uncertainty) spans every G of the
       grid: a prediction that allows every outcome cannot agree with one;
-    - ``"fails"`` when the regret's interval lies above ``margin``;
-    - ``"agrees"`` when it lies below ``margin`` *and* the shape the prediction implies is
-      there: for an interior predicted G, a concave curve in log₂ G
+    - ``"fails"`` when the bootstrap regret's interval lies above ``margin``;
+    - ``"agrees"`` when it lies below ``margin``, is not degenerate, some grid G could
+      have failed (``power``), *and* the shape the
+      prediction implies is there: for an interior predicted G, a concave curve in log₂ G
       (:func:`curvature_in_log2_G`); for a predicted G at an end of the grid, a trend
       toward that end (:func:`trend_in_log2_G`);
     - ``"inconclusive"`` otherwise.
+
+    ``power`` says what the test could detect: the regret's 80%-power MDE and the largest
+    regret any grid G has (if that is below the margin plus the MDE, no prediction could
+    fail).
     """
     Gs = sorted(by_G_and_seed)
     if g_pred is None or not math.isfinite(g_pred) or g_pred <= 0:
@@ -362,6 +563,7 @@ def gstar_verdict(by_G_and_seed: Mapping[int, Mapping[int, float]], g_pred: floa
     seeds = sorted(set(by_G_and_seed[b]) & set(by_G_and_seed[predicted]))
     regret = t_interval([by_G_and_seed[b][s] - by_G_and_seed[predicted][s] for s in seeds],
                         confidence)
+    boot = _bootstrap_regret(by_G_and_seed, predicted, per_prompt, n_boot, confidence, seed)
     curv = curvature_in_log2_G(by_G_and_seed, confidence) if len(Gs) >= 3 else None
     trend = trend_in_log2_G(by_G_and_seed, confidence)
     spans = g_range is not None and g_range[0] <= Gs[0] and g_range[1] >= Gs[-1]
@@ -371,19 +573,36 @@ def gstar_verdict(by_G_and_seed: Mapping[int, Mapping[int, float]], g_pred: floa
         shape = trend["low"] is not None and trend["low"] > 0
     else:
         shape = bool(curv and curv["concave"])
+    # the power of the regret test: the largest regret any grid G has, and the MDE of a
+    # contrast with the best at the measured spread
+    worst = max(Gs, key=lambda G: best["means"][b] - best["means"][G])
+    worst_regret = best["means"][b] - best["means"][worst]
+    mdes = [r["mde"] for r in best["contrasts"] if r.get("mde") is not None]
+    mde = float(np.median(mdes)) if mdes else None
+    can_fail = mde is not None and worst_regret > margin + mde
     if spans:
         verdict, why = "inconclusive", "the predicted range spans every G of the grid"
-    elif regret["low"] is not None and regret["low"] > margin:
+    elif boot["low"] > margin:
         verdict, why = "fails", f"the best measured G beats the predicted one by more than {margin}"
-    elif regret["high"] is not None and regret["high"] <= margin and shape:
+    elif boot["degenerate"]:
+        verdict, why = "inconclusive", "the regret's interval is degenerate: not evidence"
+    elif not can_fail and boot["high"] <= margin:
+        verdict, why = "inconclusive", ("no grid G could fail here (the largest regret is "
+                                        "below the margin plus the MDE): agreement is not "
+                                        "evidence")
+    elif boot["high"] <= margin and shape:
         verdict, why = "agrees", "as good as the best measured G, with the predicted shape"
     else:
         verdict, why = "inconclusive", ("regret within the margin but the predicted shape is "
-                                        "not detected" if regret["high"] is not None
-                                        and regret["high"] <= margin else
+                                        "not detected" if boot["high"] <= margin else
                                         "the regret's interval straddles the margin")
-    return {"test": "regret of the predicted G vs the best measured G (t over seeds), and the "
-                    "shape the prediction implies", "g_pred": g_pred, "g_range": g_range,
-            "predicted_G": predicted, "best": best, "regret": regret, "margin": margin,
+    return {"test": "regret of the predicted G vs the best other G, re-picked in every "
+                    "bootstrap draw "
+                    f"({boot['resampled']}), and the shape the prediction implies",
+            "g_pred": g_pred, "g_range": g_range,
+            "predicted_G": predicted, "best": best, "regret": regret,
+            "regret_bootstrap": boot, "margin": margin,
+            "power": {"mde": mde, "worst_G": worst, "worst_regret": worst_regret,
+                      "a_prediction_can_fail": can_fail},
             "curvature": curv, "trend": trend, "shape_detected": shape, "verdict": verdict,
             "why": why}

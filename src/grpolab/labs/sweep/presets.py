@@ -182,6 +182,14 @@ _GPU_SMOLLM2 = GRPOConfig(
 COMPUTE_STEPS = HARD_STEPS
 COMPUTE_EVALS = [COMPLETIONS_PER_STEP * 2 ** k for k in range(2, 10)]
 
+#: Design A (issue 31; declared in labs/results/design-a/declared.json before any run): 256
+#: completions per step for 768 steps, 8 evaluations log-spaced up to the last step's 196,608
+#: completions. The RL prompts come from another split of the task (seed 1) than the warm
+#: start's supervised prompts (seed 0); 1-digit sums are too few to be disjoint by seed.
+DESIGN_A_BUDGET = 256
+DESIGN_A_STEPS = 768
+DESIGN_A_EVALS = [DESIGN_A_BUDGET * DESIGN_A_STEPS // 2 ** k for k in range(7, -1, -1)]
+
 PRESETS: dict[str, SweepPreset] = {
     "cpu-quick": SweepPreset(
         name="cpu-quick",
@@ -220,6 +228,22 @@ PRESETS: dict[str, SweepPreset] = {
         seeds=[0, 1, 2, 3, 4],
         regimes=[Regime("mixed", [1, 2, 3]),
                  Regime("hard", list(HARD_LEVELS), overrides=dict(HARD_OVERRIDES))],
+        noise_batches=64,
+    ),
+    "design-a": SweepPreset(
+        name="design-a",
+        description="Design A, the IsoCompute crossing where it can happen (declared in "
+                    "labs/results/design-a/declared.json; not yet run): G in 2 8 32 x 4 seeds "
+                    "x 768 steps at 256 completions per step, RL prompts from another split "
+                    "than the warm start's, leave-one-out Dr. GRPO, pass@k from 32 samples on "
+                    "200 held-out prompts at 8 log-spaced checkpoints; the referee's estimate "
+                    "is about an hour on 2 CPU cores (not measured).",
+        config=apply_overrides(
+            TINY_BASE, DR_GRPO, advantage_baseline="leave_one_out", steps=DESIGN_A_STEPS,
+            eval_at=DESIGN_A_EVALS, eval_samples=32, max_eval_prompts=200, census_samples=64,
+            task_kwargs={**TASK_KWARGS, "seed": 1}),
+        group_sizes=[2, 8, 32], seeds=[0, 1, 2, 3],
+        regimes=[Regime("mixed", [1, 2, 3], budget=DESIGN_A_BUDGET)],
         noise_batches=64,
     ),
     "gpu": SweepPreset(

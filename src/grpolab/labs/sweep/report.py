@@ -23,7 +23,7 @@ from grpolab.labs.common import FIGURE_WIDTH as WIDTH
 from grpolab.labs.common import save_figure
 
 __all__ = ["plot_sweep", "load_curves", "plot_accuracy", "plot_zero_variance",
-           "plot_gradient_noise", "read_sweep_summary"]
+           "plot_gradient_noise", "read_sweep_summary", "g_effects", "matched_completions"]
 
 
 
@@ -361,3 +361,84 @@ def plot_crossing(axis: dict, regime: str):
         ax.grid(alpha=0.3)
         fig.tight_layout()
     return fig
+
+
+# ----------------------------------------------------------------------------- issue 31
+#: The sampled pass@1 column of ``curves.csv`` (the sweep's primary metric at each eval).
+_SAMPLED = "eval_sampled_accuracy"
+
+
+def matched_completions(rows: list[dict], regime: str, min_arms: int = 3) -> list[float]:
+    """The completion counts (> 0) at which at least ``min_arms`` G values of ``regime`` have
+    an evaluation in every one of their seeds: where arms can be compared at matched compute."""
+    seeds_of: dict[int, set] = {}
+    at: dict[float, dict[int, set]] = {}
+    for r in rows:
+        if r["regime"] != regime or not np.isfinite(r.get(_SAMPLED, float("nan"))):
+            continue
+        G, seed, c = int(r["G"]), int(r["seed"]), float(r["completions"])
+        seeds_of.setdefault(G, set()).add(seed)
+        if c > 0:
+            at.setdefault(c, {}).setdefault(G, set()).add(seed)
+    return sorted(c for c, arms in at.items()
+                  if sum(arms[G] == seeds_of[G] for G in arms) >= min_arms)
+
+
+def g_effects(summary: dict, rows: list[dict]) -> list[str]:
+    """One line per G effect of a sweep, each naming the compute it holds fixed.
+
+    - a fixed-budget regime: the trend of final sampled pass@1 in log₂ G "at a fixed budget
+      of B completions per step" (every G also spends the same completions in all);
+    - a fixed-prompts regime: its equal-steps slope, labelled as what it is, "the value of
+      more samples per step (more compute)" (G = 32 spends 16× the completions of G = 2),
+      and the G effects at matched completions read from ``curves.csv``
+      (:func:`grpolab.labs.stats.matched_compute_trend`).
+
+    ``summary`` is ``summary.json`` (:func:`read_sweep_summary`), ``rows`` ``curves.csv``
+    (:func:`load_curves`). Derived in: book/labs/01-g-sweep.md, "Matched compute".
+    """
+    from grpolab.labs import stats
+
+    lines = []
+    for name, info in summary["regimes"].items():
+        runs = [r for r in summary["runs"] if r["regime"] == name
+                and r.get("final_sampled_accuracy") is not None]
+        table: dict[int, dict[int, float]] = {}
+        for r in runs:
+            table.setdefault(int(r["G"]), {})[int(r["seed"])] = float(r["final_sampled_accuracy"])
+        if len(table) < 2:
+            continue
+        mode = info.get("mode") or (runs[0].get("mode") if runs else None)
+        if mode == "budget":
+            per_step = {int(r["completions"] / r["steps"]) for r in runs if r.get("steps")}
+            budget = per_step.pop() if len(per_step) == 1 else None
+            fixed = (f"at a fixed budget of {budget} completions per step" if budget else
+                     "at a fixed budget of completions per step")
+            v = stats.g_verdict(table, "held-out sampled pass@1", held_fixed=fixed)
+            lines.append(f"[{name}] G effect {v['statement']}")
+            continue
+        prompts = {int(r["prompts_per_step"]) for r in runs if r.get("prompts_per_step")}
+        at = f"{prompts.pop()} prompts per step" if len(prompts) == 1 else "fixed prompts per step"
+        v = stats.g_verdict(table, "held-out sampled pass@1", margin=None,
+                            held_fixed=f"at equal steps ({at}, so G = {max(table)} spends "
+                                       f"{max(table) // min(table)}x the completions of "
+                                       f"G = {min(table)})")
+        lines.append(f"[{name}] NOT a G effect: the value of more samples per step (more "
+                     f"compute): {v['statement'].split(': ', 1)[1]}")
+        curves: dict[int, dict[int, list]] = {}
+        for r in rows:
+            if r["regime"] == name and np.isfinite(r.get(_SAMPLED, float("nan"))):
+                curves.setdefault(int(r["G"]), {}).setdefault(int(r["seed"]), []).append(
+                    (float(r["completions"]), float(r[_SAMPLED])))
+        for c in matched_completions(rows, name):
+            m = stats.matched_compute_trend(curves, c)
+            if m["low"] is None:
+                continue
+            what = ("a trend in G" if m["p_value"] is not None and m["p_value"] < 0.05
+                    else f"no detectable trend in G (80%-power MDE {m['mde']:.4f})")
+            lines.append(f"[{name}] G effect {m['held_fixed']}, G = "
+                         f"{' '.join(map(str, m['G_compared']))}: held-out sampled pass@1 "
+                         f"{m['slope_per_doubling']:+.4f} per doubling of G, 95% CI "
+                         f"[{m['low']:+.4f}, {m['high']:+.4f}] over {len(m['seeds'])} seeds: "
+                         f"{what}")
+    return lines
