@@ -33,7 +33,7 @@ import os
 import numpy as np
 
 from grpolab import __version__, theory
-from grpolab.grpo.records import finished_run, git_commit, write_json_atomic
+from grpolab.grpo.records import finished_run, git_commit, read_json, write_json_atomic
 from grpolab.labs import stats
 from grpolab.results import read_gradient_noise
 
