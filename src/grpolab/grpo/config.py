@@ -32,7 +32,8 @@ from grpolab.grpo.fields import (
 from grpolab.grpo.warmstart import WarmStartConfig
 from grpolab.tasks.arithmetic import MAX_PROMPTS  # the most prompts a split can hold
 
-__all__ = ["GRPOConfig", "LOSS_TYPES", "BACKENDS", "RULES", "Rule", "apply_overrides",
+__all__ = ["GRPOConfig", "LOSS_TYPES", "BACKENDS", "TRL_REFUSED", "TRL_READS", "RULES", "Rule",
+           "apply_overrides",
            "check_field", "check_fields", "field_docs", "training_prompts",
            "MAX_COMPLETIONS_PER_STEP", "MAX_COUNT", "MAX_SEED", "MAX_STEPS",
            "MAX_COMPLETION_LENGTH", "MAX_EVAL_SAMPLES", "MAX_CENSUS_SAMPLES", "MAX_ITERATIONS",
@@ -41,6 +42,27 @@ __all__ = ["GRPOConfig", "LOSS_TYPES", "BACKENDS", "RULES", "Rule", "apply_overr
 #: TRL's ``loss_type`` values that this package implements (grpolab.grpo.loss).
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
 BACKENDS = ("grpolab", "trl")
+#: The GRPOConfig fields that the TRL backend (grpolab.grpo.trl_backend) cannot honour, each
+#: with the only value it runs and what TRL's GRPOTrainer (trl 1.16, grpo_trainer.py's
+#: _compute_advantages) does instead. :meth:`GRPOConfig.validate` refuses any other value
+#: with ``backend="trl"``, before any work, rather than run something else without a word.
+TRL_REFUSED: dict[str, tuple[object, str]] = {
+    "completion_budget": (None, "it stops after --steps optimizer steps (TRL's max_steps)"),
+    "eval_at": (None, "it evaluates every --eval-every completions"),
+    "advantage_baseline": ("mean", "TRL's GRPOTrainer subtracts the group mean"),
+    "advantage_ddof": (1, "TRL's group std is the unbiased one (ddof 1)"),
+    "advantage_eps": (1e-4, "TRL adds a fixed 1e-4 to the std"),
+}
+#: The fields the TRL backend reads (trl_backend.trl_args/train and grpo.setup, which both
+#: backends share). Every GRPOConfig field is in exactly one of TRL_READS and TRL_REFUSED
+#: (tests/test_trl_backend_fields.py): a new field must say what TRL does with it.
+TRL_READS = (
+    "task", "task_kwargs", "train_difficulties", "max_train_prompts", "max_eval_prompts",
+    "model", "backend", "warmstart", "num_generations", "prompts_per_step", "steps",
+    "learning_rate", "max_grad_norm", "beta", "epsilon", "epsilon_high", "loss_type",
+    "scale_rewards", "num_iterations", "temperature", "top_p", "max_completion_length",
+    "eval_every", "eval_samples", "census_samples", "census_seed", "seed", "device",
+)
 #: A step holds all of its B·G completions (tokens, log-probabilities, activations for the
 #: backward pass) in memory at once; far above this no machine we target has the memory.
 MAX_COMPLETIONS_PER_STEP = 16384
@@ -210,8 +232,20 @@ class GRPOConfig:
                 self.device in ("auto", "cpu", "cuda") or (
                     self.device.startswith("cuda:") and self.device[5:].isdigit())):
             raise bad_field("device", f"must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+        if self.backend == "trl":
+            self._check_trl()
         self._check_memory()
         return self
+
+    def _check_trl(self) -> None:
+        """Refuse a field the TRL backend does not implement (:data:`TRL_REFUSED`): one line
+        naming the field and the backend that has it."""
+        for name, (supported, instead) in TRL_REFUSED.items():
+            value = getattr(self, name)
+            if value != supported:
+                shown = " ".join(map(str, value)) if isinstance(value, list | tuple) else value
+                raise bad_field(name, f"{shown}: the TRL backend does not implement it "
+                                f"({instead}); use --backend grpolab")
 
     def _check_memory(self) -> None:
         """Refuse, before any work, buffers this machine cannot hold
