@@ -379,11 +379,23 @@ def apply_overrides(config: GRPOConfig, overrides: Mapping | None = None, /,
     Names must be fields. A dict given for a dict or dataclass field (``task_kwargs``,
     ``warmstart``) is merged key by key into the config's value
     (``--warmstart '{"steps": 50}'`` keeps the preset's model size); any other value replaces
-    the field's. Returns a new object.
+    the field's. A new ``task`` keeps only the base's ``task_kwargs`` that it takes. Returns a
+    new object.
     """
     base = config.to_dict()
+    changes = {**(overrides or {}), **more}
+    if changes.get("task", base["task"]) != base["task"]:
+        # the base's task_kwargs belong to its task: a new task keeps only those it takes
+        # (arithmetic's digits go on to arithmetic_noisy, not to your own MODULE:CLASS)
+        from grpolab.tasks.registry import task_arguments
+
+        try:
+            takes = set(task_arguments(changes["task"]))
+        except (ValueError, KeyError, TypeError):
+            takes = set(base["task_kwargs"])  # an unknown task: validate() names it
+        base["task_kwargs"] = {k: v for k, v in base["task_kwargs"].items() if k in takes}
     merged = dict(base)
-    for name, value in {**(overrides or {}), **more}.items():
+    for name, value in changes.items():
         if name not in base:
             raise ValueError(f"not a GRPOConfig field: {name!r}"
                              + _nearest(name, base))
