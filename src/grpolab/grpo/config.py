@@ -86,7 +86,8 @@ class GRPOConfig:
     # ---- what is trained, on what
     task: str = "arithmetic"
     """task name in grpolab.tasks: arithmetic, arithmetic_partial, arithmetic_noisy,
-    word_problems"""
+    word_problems, jsonl (your prompts and reward: task_kwargs path and reward), or your own
+    Task class as MODULE:CLASS or path/to/file.py:CLASS (grpolab.tasks.custom)"""
     task_kwargs: dict = field(default_factory=dict)
     """keyword arguments of the task (digits, n_train, seed, ...)"""
     train_difficulties: list[int] | None = None
@@ -379,18 +380,20 @@ def apply_overrides(config: GRPOConfig, overrides: Mapping | None = None, /,
     Names must be fields. A dict given for a dict or dataclass field (``task_kwargs``,
     ``warmstart``) is merged key by key into the config's value
     (``--warmstart '{"steps": 50}'`` keeps the preset's model size); any other value replaces
-    the field's. A new ``task`` keeps only the base's ``task_kwargs`` that it takes. Returns a
-    new object.
+    the field's. A new ``task`` keeps only the base's ``task_kwargs`` that it takes (none for
+    your own task). Returns a new object.
     """
     base = config.to_dict()
     changes = {**(overrides or {}), **more}
     if changes.get("task", base["task"]) != base["task"]:
-        # the base's task_kwargs belong to its task: a new task keeps only those it takes
-        # (arithmetic's digits go on to arithmetic_noisy, not to your own MODULE:CLASS)
-        from grpolab.tasks.registry import task_arguments
+        # the base's task_kwargs belong to its task: another built-in task keeps those it
+        # takes (arithmetic's digits go on to arithmetic_noisy); your own task (jsonl or
+        # MODULE:CLASS) gets only the --task-kwargs you give it
+        from grpolab.tasks.registry import TASKS, task_arguments
 
+        task = changes["task"]
         try:
-            takes = set(task_arguments(changes["task"]))
+            takes = set(task_arguments(task)) if task in TASKS and task != "jsonl" else set()
         except (ValueError, KeyError, TypeError):
             takes = set(base["task_kwargs"])  # an unknown task: validate() names it
         base["task_kwargs"] = {k: v for k, v in base["task_kwargs"].items() if k in takes}
