@@ -37,7 +37,7 @@ Every error in these inputs (a name that does not import or is not callable, a l
 not JSON, a line without a prompt) is one ``ValueError`` naming it, raised when the config
 is validated: before any model is loaded.
 
-Derived in: book/capstone/02-choose-g-for-your-run.md ("Your own prompts and verifier").
+Derived in: book/capstone/02-choose-g-for-your-run.md ("3. Your own prompts and verifier").
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@
  * under Node against trl.GRPOConfig and RepeatSampler themselves. In a browser it mounts
  * every <div class="grpolab-batch"> as a form with live readouts.
  *
- * Derived in: book/capstone/02-choose-g-for-your-run.md ("The batch arithmetic").
+ * Derived in: book/capstone/02-choose-g-for-your-run.md ("2. The batch arithmetic").
  */
 (function (root) {
   "use strict";
@@ -107,7 +107,8 @@
 
   function describe(r, inp) {
     if (!r.ok) { return null; }
-    var S = r.steps_per_generation, A = inp.grad_accum, I = inp.num_iterations;
+    var S = r.steps_per_generation, A = inp.grad_accum;
+    var I = inp.num_iterations == null ? 1 : inp.num_iterations;
     var rows = [
       ["completions-per-generation", "completions per generation batch (generation_batch_size)",
        fmt(r.generation_batch_size) + " = " + inp.processes + " \u00d7 " + inp.per_device_batch + " \u00d7 " + S],
@@ -130,7 +131,7 @@
     ];
     if (r.optimizer_steps_per_epoch != null) {
       rows.push(["steps-per-epoch", "optimizer steps per epoch", fmt(r.optimizer_steps_per_epoch) +
-                 " (" + r.prompts_used_per_epoch + " prompts \u00d7 G \u00d7 " + I + " / " +
+                 " (" + r.prompts_used_per_epoch + " prompts \u00d7 G = " + inp.G + " \u00d7 " + I + " / " +
                  r.completions_per_step + " completions per step)"]);
     }
     return rows;
