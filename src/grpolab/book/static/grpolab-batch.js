@@ -168,7 +168,7 @@
       input.type = "number"; input.min = String(f[4]); input.step = "1"; input.id = id;
       input.setAttribute("data-field", f[0]);
       input.inputMode = "numeric";
-      if (f[3] == null) { input.placeholder = "= accumulation"; } else { input.value = String(f[3]); }
+      if (f[3] == null) { input.placeholder = "= accum."; } else { input.value = String(f[3]); }
       input.addEventListener("input", function () { self.update(); });
       self.inputs[f[0]] = input;
     });
