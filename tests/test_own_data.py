@@ -185,3 +185,17 @@ def test_a_reward_out_of_range_or_raising_is_one_line_naming_the_prompt(files, t
         task = JsonlTask(files["dataset"], f"{tmp_path}/odd.py:{name}")
         with pytest.raises(ValueError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
             task.reward(prompt, "3")
+
+
+@pytest.mark.slow
+def test_the_trl_backend_trains_on_your_jsonl_task(files, tmp_path, tiny_cache, capsys):
+    """Section 4 of the practitioner page: your prompts and verifier through TRL's trainer."""
+    out = with_warm_start(tmp_path / "run", tiny_cache)
+    kwargs = json.dumps({"path": files["dataset"], "reward": files["reward"]})
+    argv = _train_argv(files, out, "--backend", "trl", "--task", "jsonl", "--task-kwargs", kwargs)
+    assert main(argv) == 0, capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["config"]["backend"] == "trl" and summary["config"]["task"] == "jsonl"
+    rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if "reward_mean" in r]
+    assert len(steps) == 2 and all(0 <= r["reward_mean"] <= 1 for r in steps)
