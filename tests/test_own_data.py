@@ -199,3 +199,25 @@ def test_the_trl_backend_trains_on_your_jsonl_task(files, tmp_path, tiny_cache, 
     rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     steps = [r for r in rows if "reward_mean" in r]
     assert len(steps) == 2 and all(0 <= r["reward_mean"] <= 1 for r in steps)
+
+
+def test_census_model_tiny_uses_the_warm_start(files, tmp_path, tiny_cache, monkeypatch, capsys):
+    """``--model tiny``: the embedded model, warm-started into OUT/cache (here the session's
+    warm start stands in for the default one, which would take minutes to train)."""
+    import grpolab.grpo.warmstart as warmstart
+
+    calls = []
+
+    def cached(config, cache_dir, **kwargs):
+        calls.append(str(cache_dir))
+        return _warm_model(tiny_cache)
+
+    monkeypatch.setattr(warmstart, "warm_start", cached)
+    out = tmp_path / "census"
+    code = main(["lab", "pass-rates", "--dataset", files["dataset"], "--reward", files["reward"],
+                 "--model", "tiny", "--samples", "2", "--max-new-tokens", "3", "--device", "cpu",
+                 "--quiet", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    assert calls == [str(out / "cache")]
+    result = json.loads((out / "pass_rates.json").read_text())
+    assert result["config"]["model"] == "tiny" and len(result["records"]) == len(LINES)
