@@ -154,6 +154,20 @@ def test_lab_sweep_builds_every_run_on_your_task(files, tmp_path):
         for G in preset.group_sizes:
             config = preset.run_config(regime, G, 0).validate_prompts()
             assert config.task == files["task"]
+    # the practitioner page's command, through the CLI's parser: the preset's own task_kwargs
+    # (word problems') stay behind, the TRL backend and the four arms come through
+    from grpolab.cli.lab import build_preset
+    from grpolab.cli.main import build_parser
+
+    args = build_parser().parse_args([
+        "lab", "sweep", "--preset", "gpu-smollm2", "--backend", "trl", "--model", "tiny",
+        "--task", files["task"], "--regimes", "mixed", "--G", "2", "4", "8", "16",
+        "--seeds", "0", "1", "2", "--budget", "16", "--out", str(tmp_path / "sweep")])
+    preset = build_preset(args)
+    assert (preset.config.task, preset.config.task_kwargs) == (files["task"], {})
+    assert preset.config.backend == "trl" and preset.group_sizes == [2, 4, 8, 16]
+    assert [preset.run_config(preset.regimes[0], G, 0).prompts_per_step
+            for G in preset.group_sizes] == [8, 4, 2, 1]  # a fixed budget of 16 completions
 
 
 @pytest.mark.parametrize("task,kwargs,fragment", [
