@@ -5,10 +5,10 @@ As a Sphinx extension (``book/_config.yml`` lists ``grpolab.book.build``) it
 - sets ``GRPOLAB_WIDGETS=static`` before the notebooks run, so ``grpolab.book.sliders.show``
   embeds static sliders (precomputed grids) instead of ipywidgets, which would need a
   kernel and a CDN to render;
-- serves ``grpolab/book/static/`` (STATIC_FILES: the sliders', the playground's and the answer
-  boxes' JS and CSS, the one-page sheet's print stylesheet and the full-size view of
-  figures) from the build's ``_static`` and loads them on every page; the exercises page
-  emits its own checker data at build time;
+- serves ``grpolab/book/static/`` (STATIC_FILES: the sliders', the playground's, the TRL
+  batch calculator's and the answer boxes' JS and CSS, the one-page sheet's print
+  stylesheet and the full-size view of figures) from the build's ``_static`` and loads
+  them on every page; the exercises page emits its own checker data at build time;
 - gives every image alt text that says what it shows, and the size of its smallest axis
   text (for the full-size view): the notebooks run with matplotlib's ``figure.hooks`` set to
   :func:`grpolab.book.alt.install`, so each figure's PNG carries its description, and a
@@ -45,7 +45,8 @@ __all__ = ["BookBuildError", "build_book", "build_book_once", "build_fingerprint
            "default_book_dir", "results_dir", "setup"]
 
 STATIC_FILES = ("grpolab-sliders.js", "grpolab-sliders.css", "grpolab-exercises.js",
-                "grpolab-exercises.css", "grpolab-toy.js", "grpolab-toy.css", "grpolab-zoom.js")
+                "grpolab-exercises.css", "grpolab-toy.js", "grpolab-toy.css", "grpolab-zoom.js",
+                "grpolab-batch.js", "grpolab-batch.css")
 
 
 class BookBuildError(RuntimeError):
@@ -200,6 +201,8 @@ def _lighten_pages(app, exception) -> None:
 _SCRIPT_NEEDS = {"grpolab-sliders.js": 'class="grpolab-static-slider"',
                  "grpolab-toy.js": 'class="grpolab-toy"',
                  "grpolab-toy.css": 'class="grpolab-toy"',
+                 "grpolab-batch.js": 'class="grpolab-batch"',
+                 "grpolab-batch.css": 'class="grpolab-batch"',
                  "grpolab-exercises.js": 'class="grpolab-answer"'}
 
 

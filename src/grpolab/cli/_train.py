@@ -6,7 +6,8 @@
         --preset gpu-smollm2 --backend trl --G 16 --seed 0 --out runs/trl-G16
 
 Every :class:`grpolab.grpo.config.GRPOConfig` field is a flag (``--help`` lists them with
-their docstrings); a flag given overrides the preset. Either backend runs the same config.
+their docstrings); a flag given overrides the preset. Either backend runs the same config;
+the TRL backend refuses, in one line, the fields it does not implement (``--eval-at``, ...).
 A finished run (``OUT/summary.json`` of the same config) is not trained again.
 """
 

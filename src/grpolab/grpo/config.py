@@ -33,7 +33,8 @@ from grpolab.grpo.fields import (
 from grpolab.grpo.warmstart import WarmStartConfig
 from grpolab.tasks.arithmetic import MAX_PROMPTS  # the most prompts a split can hold
 
-__all__ = ["GRPOConfig", "LOSS_TYPES", "BACKENDS", "RULES", "Rule", "apply_overrides",
+__all__ = ["GRPOConfig", "LOSS_TYPES", "BACKENDS", "TRL_REFUSED", "TRL_READS", "RULES", "Rule",
+           "apply_overrides",
            "check_field", "check_fields", "field_docs", "training_prompts",
            "MAX_COMPLETIONS_PER_STEP", "MAX_COUNT", "MAX_SEED", "MAX_STEPS",
            "MAX_COMPLETION_LENGTH", "MAX_EVAL_SAMPLES", "MAX_CENSUS_SAMPLES", "MAX_ITERATIONS",
@@ -42,6 +43,27 @@ __all__ = ["GRPOConfig", "LOSS_TYPES", "BACKENDS", "RULES", "Rule", "apply_overr
 #: TRL's ``loss_type`` values that this package implements (grpolab.grpo.loss).
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
 BACKENDS = ("grpolab", "trl")
+#: The GRPOConfig fields that the TRL backend (grpolab.grpo.trl_backend) cannot honour, each
+#: with the only value it runs and what TRL's GRPOTrainer (trl 1.16, grpo_trainer.py's
+#: _compute_advantages) does instead. :meth:`GRPOConfig.validate` refuses any other value
+#: with ``backend="trl"``, before any work, rather than run something else without a word.
+TRL_REFUSED: dict[str, tuple[object, str]] = {
+    "completion_budget": (None, "it stops after --steps optimizer steps (TRL's max_steps)"),
+    "eval_at": (None, "it evaluates every --eval-every completions"),
+    "advantage_baseline": ("mean", "TRL's GRPOTrainer subtracts the group mean"),
+    "advantage_ddof": (1, "TRL's group std is the unbiased one (ddof 1)"),
+    "advantage_eps": (1e-4, "TRL adds a fixed 1e-4 to the std"),
+}
+#: The fields the TRL backend reads (trl_backend.trl_args/train and grpo.setup, which both
+#: backends share). Every GRPOConfig field is in exactly one of TRL_READS and TRL_REFUSED
+#: (tests/test_trl_backend_fields.py): a new field must say what TRL does with it.
+TRL_READS = (
+    "task", "task_kwargs", "train_difficulties", "max_train_prompts", "max_eval_prompts",
+    "model", "backend", "warmstart", "num_generations", "prompts_per_step", "steps",
+    "learning_rate", "max_grad_norm", "beta", "epsilon", "epsilon_high", "loss_type",
+    "scale_rewards", "num_iterations", "temperature", "top_p", "max_completion_length",
+    "eval_every", "eval_samples", "census_samples", "census_seed", "seed", "device",
+)
 #: A step holds all of its B·G completions (tokens, log-probabilities, activations for the
 #: backward pass) in memory at once; far above this no machine we target has the memory.
 MAX_COMPLETIONS_PER_STEP = 16384
@@ -65,7 +87,8 @@ class GRPOConfig:
     # ---- what is trained, on what
     task: str = "arithmetic"
     """task name in grpolab.tasks: arithmetic, arithmetic_partial, arithmetic_noisy,
-    word_problems"""
+    word_problems, jsonl (your prompts and reward: task_kwargs path and reward), or your own
+    Task class as MODULE:CLASS or path/to/file.py:CLASS (grpolab.tasks.custom)"""
     task_kwargs: dict = field(default_factory=dict)
     """keyword arguments of the task (digits, n_train, seed, ...)"""
     train_difficulties: list[int] | None = None
@@ -211,8 +234,20 @@ class GRPOConfig:
                 self.device in ("auto", "cpu", "cuda") or (
                     self.device.startswith("cuda:") and self.device[5:].isdigit())):
             raise bad_field("device", f"must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+        if self.backend == "trl":
+            self._check_trl()
         self._check_memory()
         return self
+
+    def _check_trl(self) -> None:
+        """Refuse a field the TRL backend does not implement (:data:`TRL_REFUSED`): one line
+        naming the field and the backend that has it."""
+        for name, (supported, instead) in TRL_REFUSED.items():
+            value = getattr(self, name)
+            if value != supported:
+                shown = " ".join(map(str, value)) if isinstance(value, list | tuple) else value
+                raise bad_field(name, f"{shown}: the TRL backend does not implement it "
+                                f"({instead}); use --backend grpolab")
 
     def _check_memory(self) -> None:
         """Refuse, before any work, buffers this machine cannot hold
@@ -346,11 +381,25 @@ def apply_overrides(config: GRPOConfig, overrides: Mapping | None = None, /,
     Names must be fields. A dict given for a dict or dataclass field (``task_kwargs``,
     ``warmstart``) is merged key by key into the config's value
     (``--warmstart '{"steps": 50}'`` keeps the preset's model size); any other value replaces
-    the field's. Returns a new object.
+    the field's. A new ``task`` keeps only the base's ``task_kwargs`` that it takes (none for
+    your own task). Returns a new object.
     """
     base = config.to_dict()
+    changes = {**(overrides or {}), **more}
+    if changes.get("task", base["task"]) != base["task"]:
+        # the base's task_kwargs belong to its task: another built-in task keeps those it
+        # takes (arithmetic's digits go on to arithmetic_noisy); your own task (jsonl or
+        # MODULE:CLASS) gets only the --task-kwargs you give it
+        from grpolab.tasks.registry import TASKS, task_arguments
+
+        task = changes["task"]
+        try:
+            takes = set(task_arguments(task)) if task in TASKS and task != "jsonl" else set()
+        except (ValueError, KeyError, TypeError):
+            takes = set(base["task_kwargs"])  # an unknown task: validate() names it
+        base["task_kwargs"] = {k: v for k, v in base["task_kwargs"].items() if k in takes}
     merged = dict(base)
-    for name, value in {**(overrides or {}), **more}.items():
+    for name, value in changes.items():
         if name not in base:
             raise ValueError(f"not a GRPOConfig field: {name!r}"
                              + _nearest(name, base))

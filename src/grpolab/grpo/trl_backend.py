@@ -13,6 +13,12 @@ completions, tokens, wall time, and held-out accuracy. The run writes the same
 :class:`grpolab.grpo.records.RunLog` and :class:`grpolab.grpo.measure.ZeroVarianceMonitor`),
 so sweeps, plots and the book treat both backends alike.
 
+Fields it does not implement are refused, not ignored: ``completion_budget``, ``eval_at``,
+and an advantage other than TRL's (``advantage_baseline``, ``advantage_ddof``,
+``advantage_eps``); :data:`grpolab.grpo.config.TRL_REFUSED` lists them with what TRL does
+instead, and :meth:`~grpolab.grpo.config.GRPOConfig.validate` stops with one line naming the
+field and ``--backend grpolab``.
+
 Batch layout: one optimizer step per generation batch of B prompts × G completions
 (``per_device_train_batch_size · processes = B·G``, ``gradient_accumulation_steps = 1``,
 ``steps_per_generation = 1``), as in grpolab's loop.
@@ -368,9 +374,7 @@ def train(config, out_dir, *, cache_dir: str | None = None, census=None, progres
     from grpolab.grpo.records import RunLog
     from grpolab.grpo.setup import prepare_run, starting_census
 
-    config.validate()
-    if config.completion_budget is not None:
-        raise ValueError("--backend trl counts --steps; unset --completion-budget")
+    config.validate()  # refuses the fields TRL does not implement (config.TRL_REFUSED)
     setup = prepare_run(config, out_dir, cache_dir, progress)
     model, tokenizer, task = setup.model, setup.tokenizer, setup.task
     eval_rendered = _rendered(task, tokenizer, setup.eval_prompts)

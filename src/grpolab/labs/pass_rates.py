@@ -54,11 +54,12 @@ MAX_PROMPTS_PER_LEVEL = 100_000
 class PassRateConfig:
     """What to measure: which prompts, how many samples each, how to sample."""
 
-    model: str = "smollm2"  # "smollm2", a hub id or a local path
-    task: str = "word_problems"
+    model: str = "smollm2"  # "smollm2", "tiny" (the warm-started embedded model), a hub id or a
+    # local path
+    task: str = "word_problems"  # a task name, "jsonl" (your prompts) or MODULE:CLASS
     task_kwargs: dict = field(default_factory=dict)
-    split: str = "eval"  # "eval" or "train"
-    prompts_per_level: int = 10
+    split: str = "eval"  # "eval", "train" or "all" (both, in the task's order)
+    prompts_per_level: int | None = 10  # None: every prompt of the split
     samples: int = 32  # n completions per prompt
     max_new_tokens: int = 48
     temperature: float = 0.7
@@ -74,18 +75,20 @@ class PassRateConfig:
         from grpolab.models.memory import model_shape as shape_of
         from grpolab.tasks.registry import check_task
 
-        as_positive_int(self.prompts_per_level, "prompts_per_level",
-                        maximum=MAX_PROMPTS_PER_LEVEL)
+        if self.prompts_per_level is not None:
+            as_positive_int(self.prompts_per_level, "prompts_per_level",
+                            maximum=MAX_PROMPTS_PER_LEVEL)
         as_positive_int(self.samples, "samples", minimum=2, maximum=MAX_SAMPLES)
         as_positive_int(self.max_new_tokens, "max_new_tokens", maximum=MAX_NEW_TOKENS)
         as_positive_int(self.seed, "seed", minimum=0, maximum=2**32 - 1)
-        if self.split not in ("eval", "train"):
-            raise ValueError(f"split must be 'eval' or 'train', got {self.split!r}")
+        if self.split not in ("eval", "train", "all"):
+            raise ValueError(f"split must be 'eval', 'train' or 'all', got {self.split!r}")
         check_temperature(self.temperature)  # the bound of every command that samples
         if not (isinstance(self.top_p, int | float) and 0 < self.top_p <= 1):
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
         if not isinstance(self.model, str) or not self.model:
-            raise ValueError(f"model must be 'smollm2', a hub id or a folder, got {self.model!r}")
+            raise ValueError(f"model must be 'smollm2', 'tiny', a hub id or a folder, got "
+                             f"{self.model!r}")
         check_task(self.task, self.task_kwargs)
         shape = shape_of(self.model)
         per_sample = generation_bytes(1, self.max_new_tokens, shape, prompt_tokens=128)
@@ -102,8 +105,10 @@ class PassRateConfig:
 
 
 def select_prompts(task, config: PassRateConfig) -> list:
-    """The first ``prompts_per_level`` prompts of each difficulty level of the split."""
-    pool = task.eval_prompts if config.split == "eval" else task.train_prompts
+    """The first ``prompts_per_level`` prompts (all when None) of each difficulty level of the
+    split (``"all"``: the training prompts, then the held-out ones)."""
+    pool = {"eval": task.eval_prompts, "train": task.train_prompts,
+            "all": task.train_prompts + task.eval_prompts}[config.split]
     chosen = []
     for level in sorted({p.difficulty for p in pool}):
         chosen += [p for p in pool if p.difficulty == level][:config.prompts_per_level]
@@ -149,6 +154,8 @@ def measure(model, tokenizer, task, prompts, config: PassRateConfig, *, done: li
         records[j] = {
             "index": j, "text": prompt.text, "answer": prompt.answer,
             "difficulty": prompt.difficulty, "rewards": [int(r > 0.5) for r in rewards],
+            # your own prompts (tasks.custom) carry their id: advise --keep names them by it
+            **({"prompt_id": prompt.prompt_id} if getattr(prompt, "prompt_id", "") else {}),
             "successes": int(sum(r > 0.5 for r in rewards)), "samples": config.samples,
             "pass_rate": float(np.mean(np.array(rewards) > 0.5)),
             "tokens": roll.tokens_generated, "seconds": time.perf_counter() - start,
@@ -242,7 +249,9 @@ def pass_rate_figure(result: dict):
     ax.hist(stacks, bins=bins, stacked=True, label=[f"level {d}" for d in levels])
     ax.set_xlabel(f"successes k out of n = {n} samples (pass rate p̂ = k/n)")
     ax.set_ylabel("prompts")
-    ax.set_title(f"SmolLM2-135M-Instruct: per-prompt pass rates ({summary['prompts']} prompts)")
+    model = result.get("config", {}).get("model", "smollm2")
+    name = "SmolLM2-135M-Instruct" if model == "smollm2" else os.path.basename(str(model))
+    ax.set_title(f"{name}: per-prompt pass rates ({summary['prompts']} prompts)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -307,8 +316,15 @@ def committed_results(name: str = "smollm2-pass-rates") -> dict:
 REPRODUCE = "grpolab lab pass-rates --out labs/results/smollm2-pass-rates"
 
 
-def load_model(name: str, device=None):
-    """``(model, tokenizer)`` for ``"smollm2"`` or any hub id / local path."""
+def load_model(name: str, device=None, cache_dir: str | None = None):
+    """``(model, tokenizer)`` for ``"smollm2"``, ``"tiny"`` (the default warm start, trained
+    once into ``cache_dir``) or any hub id / local path."""
+    if name == "tiny":
+        from grpolab.grpo.warmstart import WarmStartConfig, warm_start
+        from grpolab.models.tiny_llama import load_causal_lm
+
+        path = warm_start(WarmStartConfig(), cache_dir or "cache", device=device)
+        return load_causal_lm(path, device=device)
     if name == "smollm2":
         from grpolab.models.smollm2 import load_smollm2
 
@@ -353,7 +369,7 @@ def _measure_locked(config: PassRateConfig, out_dir: str, *, device, progress: b
     task = get_task(config.task, **config.task_kwargs)
     prompts = select_prompts(task, config)
     if model_and_tokenizer is None:
-        model, tokenizer = load_model(config.model, device)
+        model, tokenizer = load_model(config.model, device, os.path.join(out_dir, "cache"))
     else:
         model, tokenizer = model_and_tokenizer
     from grpolab.grpo.records import provenance, write_json_atomic

@@ -10,6 +10,26 @@ held-out evaluation split.
 
 Tasks: :mod:`grpolab.tasks.arithmetic`, :mod:`grpolab.tasks.word_problems`; reward wrappers:
 :mod:`grpolab.tasks.rewards`; build one by name with :func:`grpolab.tasks.registry.get_task`.
+
+**The protocol, for your own task.** A task is any object with
+
+- ``train_prompts`` and ``eval_prompts``: non-empty lists of :class:`Prompt` (disjoint: the
+  held-out accuracy is measured on ``eval_prompts``);
+- ``reward(prompt, completion) -> float``: what GRPO optimises, for one completion (a
+  string, the model's new tokens decoded); a group of G rewards that are all equal has no
+  gradient;
+- ``correct(prompt, completion) -> bool``: what accuracy and the pass-rate census count
+  (subclassing :class:`Task` gives ``reward = float(correct)`` and an exact match on
+  ``answer``; override either);
+- optionally ``name`` (for logs), ``render(tokenizer, prompt) -> str`` (a chat template) and
+  ``messages(prompt)`` (conversational prompts for TRL).
+
+``difficulty`` groups prompts into levels: the sweep's regimes train on chosen levels (its
+``mixed`` regime takes levels 1 to 3; give your prompts level 1 to use it). Name your class
+``MODULE:CLASS`` or ``path/to/file.py:CLASS`` as ``--task`` of ``lab train`` and
+``lab sweep`` (``--task-kwargs`` go to its constructor), or skip the class and give a JSONL
+file and a reward function (task ``jsonl``, and ``lab pass-rates --dataset --reward``:
+:mod:`grpolab.tasks.custom`).
 """
 
 from __future__ import annotations
