@@ -32,7 +32,8 @@ from grpolab.grpo.fields import (
 from grpolab.grpo.warmstart import WarmStartConfig
 from grpolab.tasks.arithmetic import MAX_PROMPTS  # the most prompts a split can hold
 
-__all__ = ["GRPOConfig", "LOSS_TYPES", "BACKENDS", "RULES", "Rule", "apply_overrides",
+__all__ = ["GRPOConfig", "LOSS_TYPES", "BACKENDS", "OPTIMIZERS", "LATER_FIELDS", "RULES",
+           "Rule", "apply_overrides",
            "check_field", "check_fields", "field_docs", "training_prompts",
            "MAX_COMPLETIONS_PER_STEP", "MAX_COUNT", "MAX_SEED", "MAX_STEPS",
            "MAX_COMPLETION_LENGTH", "MAX_EVAL_SAMPLES", "MAX_CENSUS_SAMPLES", "MAX_ITERATIONS",
@@ -41,6 +42,14 @@ __all__ = ["GRPOConfig", "LOSS_TYPES", "BACKENDS", "RULES", "Rule", "apply_overr
 #: TRL's ``loss_type`` values that this package implements (grpolab.grpo.loss).
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
 BACKENDS = ("grpolab", "trl")
+#: The optimizers of this package's loop (``optimizer``): AdamW (every lab) or plain SGD.
+OPTIMIZERS = ("adamw", "sgd")
+#: Fields added after results were committed, with the value those results were made with:
+#: :meth:`GRPOConfig.to_dict` leaves such a field out while it holds that value, so every
+#: earlier run's stored config, its comparison on resume and every config hash (the sweep's
+#: gradient-noise rows) stay exactly as they were; a stored config without it reads back as
+#: that value.
+LATER_FIELDS = {"optimizer": "adamw"}
 #: A step holds all of its B·G completions (tokens, log-probabilities, activations for the
 #: backward pass) in memory at once; far above this no machine we target has the memory.
 MAX_COMPLETIONS_PER_STEP = 16384
@@ -92,9 +101,14 @@ class GRPOConfig:
     steps)"""
     # ---- the optimizer and the loss (TRL names)
     learning_rate: float = 1e-5
-    """AdamW learning rate (TRL's default is 1e-6)"""
+    """the optimizer's learning rate (TRL's default for AdamW is 1e-6)"""
+    optimizer: str = "adamw"
+    """'adamw' (torch AdamW, weight decay 0: every lab, TRL's default) or 'sgd' (plain
+    torch SGD, no momentum: a step of learning_rate × the gradient, clipped at
+    max_grad_norm unless 0, so the gradient's scale reaches the step; design C,
+    book/labs/06-mechanism.md). The TRL backend runs AdamW only"""
     max_grad_norm: float = 1.0
-    """gradient clipping norm"""
+    """gradient clipping norm (0: no clipping)"""
     beta: float = 0.0
     """KL coefficient against the starting policy (k3 estimator); 0 loads no reference"""
     epsilon: float = 0.2
@@ -275,7 +289,12 @@ class GRPOConfig:
 
     # ------------------------------------------------------------------ (de)serialisation
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fields as plain data, less any :data:`LATER_FIELDS` at its earlier value."""
+        d = asdict(self)
+        for name, earlier in LATER_FIELDS.items():
+            if d[name] == earlier:
+                del d[name]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> GRPOConfig:
@@ -321,6 +340,7 @@ RULES: dict[str, Rule] = {
     "scale_rewards": Rule("choice", choices=SCALES),
     "advantage_baseline": Rule("choice", choices=BASELINES),
     "backend": Rule("choice", choices=BACKENDS),
+    "optimizer": Rule("choice", choices=OPTIMIZERS),
     "advantage_ddof": Rule("choice", choices=(0, 1)),
     "learning_rate": Rule("real", 0, 1, low_open=True,
                           why="AdamW diverges far below that"),
@@ -347,7 +367,7 @@ def apply_overrides(config: GRPOConfig, overrides: Mapping | None = None, /,
     (``--warmstart '{"steps": 50}'`` keeps the preset's model size); any other value replaces
     the field's. Returns a new object.
     """
-    base = config.to_dict()
+    base = asdict(config)
     merged = dict(base)
     for name, value in {**(overrides or {}), **more}.items():
         if name not in base:
