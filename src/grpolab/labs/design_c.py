@@ -16,13 +16,14 @@ more in both.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 
 import numpy as np
 
 __all__ = ["match_sgd_lr", "MATCH_G", "MATCH_STEPS", "CELLS", "debiased_signal", "signal_ratio",
-           "mechanism_verdict", "interaction", "verdicts"]
+           "mechanism_verdict", "interaction", "verdicts", "write_verdicts", "plot_design_c"]
 
 #: The group size at which SGD's step is matched to AdamW's (the declaration's G = 8).
 MATCH_G = 8
@@ -143,15 +144,6 @@ def main_match(out: str) -> dict:
                   command=f"python -m grpolab.labs.design_c {out}")
     write_json_atomic(os.path.join(out, "sgd_lr.json"), record)
     return record
-
-
-if __name__ == "__main__":  # pragma: no cover - the one-off measurement
-    import sys
-
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m grpolab.labs.design_c OUT (e.g. labs/results/design-c)")
-    rec = main_match(sys.argv[1])
-    print(f"SGD lr matched to AdamW's update norm: {rec['sgd_learning_rate']:.4g}")
 
 
 # ----------------------------------------------------------------------------- the verdicts
@@ -355,3 +347,93 @@ def verdicts(out: str, *, n_boot: int = 2000) -> dict:
             "runs_finished": summary.get("runs_finished"),
             "runs_planned": summary.get("runs_planned"),
             "metric": PRIMARY_METRIC, "seconds": summary.get("seconds_this_invocation")}
+
+
+def plot_design_c(result: dict, runs: list[dict]):
+    """Design C's figure: (left) the warm-start ratio ‖E ĝ‖²(16)/‖E ĝ‖²(2) with its 95%
+    bootstrap interval under each scale_rewards, beside the readings' predictions; (right)
+    final pass@1 at G = 2 and 16 in each (optimizer, scale_rewards) cell, one dot per seed
+    and the seed means joined, at a fixed budget of 64 completions per step."""
+    import matplotlib.pyplot as plt
+
+    from grpolab.labs.common import FIGURE_STYLE, FIGURE_WIDTH
+    from grpolab.labs.sweep.sweep import PRIMARY_METRIC
+
+    with plt.rc_context(FIGURE_STYLE):
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(FIGURE_WIDTH, 3.6),
+                                     gridspec_kw={"width_ratios": [1, 1.4]})
+        for x, scale in enumerate(("none", "group")):
+            r = result["mechanism"].get(scale)
+            if r is None:
+                continue
+            hi = r["high"] if math.isfinite(r["high"]) else 10 * r["ratio"]
+            ax.errorbar([x], [r["ratio"]], yerr=[[r["ratio"] - r["low"]], [hi - r["ratio"]]],
+                        fmt="o", color="black", capsize=4,
+                        label="measured, 95% CI" if x == 0 else None)
+            ax.scatter([x + 0.15], [r["predicted"]], marker="_", s=300, color="tab:blue",
+                       label="ch. 06: (G−1)/G, c_G" if x == 0 else None)
+            ax.scatter([x + 0.15], [r["dilution_predicted"]], marker="x", color="tab:red",
+                       label="ch. 09: dilution" if x == 0 else None)
+        ax.axhline(REFUTING_RATIO, color="grey", lw=0.8, ls=":")
+        ax.set_yscale("log")
+        ax.set_xticks([0, 1], ["none", "group"])
+        ax.set_xlim(-0.5, 1.6)
+        ax.set_xlabel("scale_rewards")
+        ax.set_ylabel("‖E ĝ‖² at G=16 / at G=2")
+        ax.legend(fontsize=8, loc="upper left")
+        styles = {"adamw-group": ("tab:blue", "-"), "sgd-group": ("tab:orange", "-"),
+                  "adamw-none": ("tab:blue", "--"), "sgd-none": ("tab:orange", "--")}
+        for cell in CELLS:
+            pts = [(int(r["G"]), float(r[PRIMARY_METRIC])) for r in runs
+                   if r.get("regime") == cell and r.get(PRIMARY_METRIC) is not None]
+            if not pts:
+                continue
+            color, ls = styles[cell]
+            Gs = sorted({g for g, _ in pts})
+            bx.scatter([g for g, _ in pts], [v for _, v in pts], color=color, s=12, alpha=0.5)
+            bx.plot(Gs, [np.mean([v for g, v in pts if g == G]) for G in Gs], color=color,
+                    ls=ls, marker="o", label=cell)
+        bx.set_xscale("log", base=2)
+        bx.set_xticks([SMALL_G, LARGE_G], [str(SMALL_G), str(LARGE_G)])
+        bx.set_xlabel("G (64 completions per step)")
+        bx.set_ylabel("final held-out pass@1")
+        bx.legend(fontsize=8)
+        fig.tight_layout()
+    return fig
+
+
+#: Bootstrap draws of the committed verdicts (verdicts.json).
+N_BOOT = 2000
+
+
+def write_verdicts(out: str, n_boot: int = N_BOOT) -> dict:
+    """``python -m grpolab.labs.design_c --verdicts OUT``: :func:`verdicts` of ``OUT``
+    written to ``OUT/verdicts.json`` (the Gram matrices left out; tests/test_design_c.py
+    recomputes it from the committed summary)."""
+    from grpolab.grpo.records import write_json_atomic
+
+    result = {**verdicts(out, n_boot=n_boot), "n_boot": n_boot,
+              "made_by": f"python -m grpolab.labs.design_c --verdicts {out}"}
+    safe = json.loads(json.dumps(result, default=str).replace("Infinity", '"inf"'))
+    write_json_atomic(os.path.join(out, "verdicts.json"), safe)
+    return result
+
+
+if __name__ == "__main__":  # pragma: no cover - the one-off commands
+    import sys
+
+    args = sys.argv[1:]
+    if len(args) == 2 and args[0] == "--verdicts":
+        res = write_verdicts(args[1])
+        print(json.dumps({"mechanism": {k: {x: v.get(x) for x in ("ratio", "low", "high",
+                                                                    "verdict")}
+                                        for k, v in res["mechanism"].items()},
+                          "interaction": {x: res["interaction"].get(x) for x in
+                                          ("verdict", "mean", "low", "high", "mde")}},
+                         indent=1, default=str))
+    elif len(args) == 1 and not args[0].startswith("-"):
+        rec = main_match(args[0])
+        print(f"SGD lr matched to AdamW's update norm: {rec['sgd_learning_rate']:.4g}")
+    else:
+        sys.exit("usage: python -m grpolab.labs.design_c OUT        (match the SGD lr)\n"
+                 "       python -m grpolab.labs.design_c --verdicts OUT")
