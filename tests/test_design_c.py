@@ -179,3 +179,49 @@ def test_debiased_signal_is_the_off_diagonal_mean_and_ignores_self_pairs():
     counts = np.zeros(20)
     counts[[0, 1]] = [3, 1]  # batch 0 drawn three times, batch 1 once: only 0-1 pairs count
     assert design_c.debiased_signal(K, counts) == pytest.approx(K[0, 1])
+
+
+def _planted_folder(tmp_path, gap_sgd, ratio_none=3.5, gram_none_small=None):
+    """A design-c results folder with planted runs and warm-start Gram matrices."""
+    runs = []
+    for cell in design_c.CELLS:
+        for G in (2, 16):
+            for s in range(3):
+                gain = gap_sgd[s] if (cell == "sgd-group" and G == 16) else 0.0
+                runs.append({"regime": cell, "G": G, "seed": s, "zero_variance_observed": 0.5,
+                             "zero_variance_predicted": 0.5,
+                             "final_sampled_accuracy": 0.4 + gain})
+    noise = {}
+    for cell, big in (("adamw-none", ratio_none), ("adamw-group", 11.0)):
+        small = gram_none_small if (cell == "adamw-none" and gram_none_small is not None) \
+            else _gram(1.0, seed=11).tolist()
+        noise[cell] = [{"G": 2, "gram": small}, {"G": 16, "gram": _gram(big, seed=12).tolist()}]
+    summary = {"preset": "design-c", "runs": runs, "gradient_noise": noise,
+               "regimes": {c: {"zero_variance_at_warm_start_theory": {}}
+                           for c in design_c.CELLS}, "runs_finished": 24, "runs_planned": 24}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "declared.json").write_text(
+        json.dumps({"minimum_detectable_effect": {"interaction": 0.0403}}))
+    return str(tmp_path)
+
+
+@pytest.mark.parametrize("gap_sgd, ratio_none, inter, mech", [
+    ([0.10, 0.11, 0.12], 3.5, "supported", "supported"),
+    ([-0.10, -0.11, -0.12], 20.0, "refuted", "refuted"),
+])
+def test_verdicts_read_a_results_folder(tmp_path, gap_sgd, ratio_none, inter, mech):
+    out = design_c.verdicts(_planted_folder(tmp_path, gap_sgd, ratio_none), n_boot=200)
+    assert out["interaction"]["verdict"] == inter
+    assert out["interaction"]["declared_mde"] == 0.0403
+    assert out["mechanism"]["none"]["verdict"] == mech
+    assert "verdict" not in out["mechanism"]["group"]  # printed, not a declared test
+    assert out["final_pass_at_1_mean"]["adamw-group"] == {2: pytest.approx(0.4),
+                                                          16: pytest.approx(0.4)}
+
+
+def test_verdicts_refuse_a_damaged_gram(tmp_path):
+    from grpolab.grpo.records import CorruptFileError
+
+    folder = _planted_folder(tmp_path, [0.1, 0.1, 0.1], gram_none_small=[[1.0, "x"]])
+    with pytest.raises(CorruptFileError, match="adamw-none"):
+        design_c.verdicts(folder, n_boot=10)
