@@ -376,11 +376,13 @@ def plot_design_c(result: dict, runs: list[dict]):
                        label="ch. 09: dilution" if x == 0 else None)
         ax.axhline(REFUTING_RATIO, color="grey", lw=0.8, ls=":")
         ax.set_yscale("log")
+        ax.set_ylim(1, 200)
+        ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xticks([0, 1], ["none", "group"])
         ax.set_xlim(-0.5, 1.6)
         ax.set_xlabel("scale_rewards")
         ax.set_ylabel("‖E ĝ‖² at G=16 / at G=2")
-        ax.legend(fontsize=8, loc="upper left")
+        ax.legend(fontsize=8, loc="lower right")
         styles = {"adamw-group": ("tab:blue", "-"), "sgd-group": ("tab:orange", "-"),
                   "adamw-none": ("tab:blue", "--"), "sgd-none": ("tab:orange", "--")}
         for cell in CELLS:
