@@ -33,8 +33,8 @@ from grpolab.grpo.fields import (
 from grpolab.grpo.warmstart import WarmStartConfig
 from grpolab.tasks.arithmetic import MAX_PROMPTS  # the most prompts a split can hold
 
-__all__ = ["GRPOConfig", "LOSS_TYPES", "BACKENDS", "TRL_REFUSED", "TRL_READS", "RULES", "Rule",
-           "apply_overrides",
+__all__ = ["GRPOConfig", "LOSS_TYPES", "BACKENDS", "OPTIMIZERS", "LATER_FIELDS", "TRL_REFUSED",
+           "TRL_READS", "RULES", "Rule", "apply_overrides",
            "check_field", "check_fields", "field_docs", "training_prompts",
            "MAX_COMPLETIONS_PER_STEP", "MAX_COUNT", "MAX_SEED", "MAX_STEPS",
            "MAX_COMPLETION_LENGTH", "MAX_EVAL_SAMPLES", "MAX_CENSUS_SAMPLES", "MAX_ITERATIONS",
@@ -53,6 +53,7 @@ TRL_REFUSED: dict[str, tuple[object, str]] = {
     "advantage_baseline": ("mean", "TRL's GRPOTrainer subtracts the group mean"),
     "advantage_ddof": (1, "TRL's group std is the unbiased one (ddof 1)"),
     "advantage_eps": (1e-4, "TRL adds a fixed 1e-4 to the std"),
+    "optimizer": ("adamw", "the TRL backend trains with TRL's AdamW (TrainingArguments.optim)"),
 }
 #: The fields the TRL backend reads (trl_backend.trl_args/train and grpo.setup, which both
 #: backends share). Every GRPOConfig field is in exactly one of TRL_READS and TRL_REFUSED
@@ -64,6 +65,14 @@ TRL_READS = (
     "scale_rewards", "num_iterations", "temperature", "top_p", "max_completion_length",
     "eval_every", "eval_samples", "census_samples", "census_seed", "seed", "device",
 )
+#: The optimizers of this package's loop (``optimizer``): AdamW (every lab) or plain SGD.
+OPTIMIZERS = ("adamw", "sgd")
+#: Fields added after results were committed, with the value those results were made with:
+#: :meth:`GRPOConfig.to_dict` leaves such a field out while it holds that value, so every
+#: earlier run's stored config, its comparison on resume and every config hash (the sweep's
+#: gradient-noise rows) stay exactly as they were; a stored config without it reads back as
+#: that value.
+LATER_FIELDS = {"optimizer": "adamw"}
 #: A step holds all of its B·G completions (tokens, log-probabilities, activations for the
 #: backward pass) in memory at once; far above this no machine we target has the memory.
 MAX_COMPLETIONS_PER_STEP = 16384
@@ -116,9 +125,14 @@ class GRPOConfig:
     steps)"""
     # ---- the optimizer and the loss (TRL names)
     learning_rate: float = 1e-5
-    """AdamW learning rate (TRL's default is 1e-6)"""
+    """the optimizer's learning rate (TRL's default for AdamW is 1e-6)"""
+    optimizer: str = "adamw"
+    """'adamw' (torch AdamW, weight decay 0: every lab, TRL's default) or 'sgd' (plain
+    torch SGD, no momentum: a step of learning_rate × the gradient, clipped at
+    max_grad_norm unless 0, so the gradient's scale reaches the step; design C,
+    book/labs/06-mechanism.md). The TRL backend runs AdamW only"""
     max_grad_norm: float = 1.0
-    """gradient clipping norm"""
+    """gradient clipping norm (0: no clipping)"""
     beta: float = 0.0
     """KL coefficient against the starting policy (k3 estimator); 0 loads no reference"""
     epsilon: float = 0.2
@@ -311,7 +325,12 @@ class GRPOConfig:
 
     # ------------------------------------------------------------------ (de)serialisation
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fields as plain data, less any :data:`LATER_FIELDS` at its earlier value."""
+        d = asdict(self)
+        for name, earlier in LATER_FIELDS.items():
+            if d[name] == earlier:
+                del d[name]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> GRPOConfig:
@@ -357,6 +376,7 @@ RULES: dict[str, Rule] = {
     "scale_rewards": Rule("choice", choices=SCALES),
     "advantage_baseline": Rule("choice", choices=BASELINES),
     "backend": Rule("choice", choices=BACKENDS),
+    "optimizer": Rule("choice", choices=OPTIMIZERS),
     "advantage_ddof": Rule("choice", choices=(0, 1)),
     "learning_rate": Rule("real", 0, 1, low_open=True,
                           why="AdamW diverges far below that"),
@@ -384,7 +404,7 @@ def apply_overrides(config: GRPOConfig, overrides: Mapping | None = None, /,
     the field's. A new ``task`` keeps only the base's ``task_kwargs`` that it takes (none for
     your own task). Returns a new object.
     """
-    base = config.to_dict()
+    base = asdict(config)  # every field, LATER_FIELDS included (to_dict drops their defaults)
     changes = {**(overrides or {}), **more}
     if changes.get("task", base["task"]) != base["task"]:
         # the base's task_kwargs belong to its task: another built-in task keeps those it

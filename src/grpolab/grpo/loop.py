@@ -43,7 +43,7 @@ from grpolab.grpo.records import RunLog
 from grpolab.grpo.rollout import Rollout, merge_rollouts, sample
 from grpolab.grpo.setup import prepare_run, starting_census
 
-__all__ = ["Batch", "BatchSource", "RunState", "train", "merge_batches"]
+__all__ = ["Batch", "BatchSource", "RunState", "train", "merge_batches", "make_optimizer"]
 
 
 # ----------------------------------------------------------------------------- the seam
@@ -186,6 +186,16 @@ def kl_to(model, reference, roll: Rollout, temperature: float) -> float:
 
 
 # ----------------------------------------------------------------------------- the run
+def make_optimizer(model, config: GRPOConfig) -> torch.optim.Optimizer:
+    """The run's optimizer (``config.optimizer``): AdamW with weight decay 0 (every lab), or
+    plain SGD (no momentum), whose step is ``learning_rate`` times the clipped gradient, so
+    a G-dependent gradient scale reaches the step (AdamW divides it out; design C,
+    book/labs/06-mechanism.md)."""
+    if config.optimizer == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=config.learning_rate)
+    return torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.0)
+
+
 def train(config: GRPOConfig, out_dir: str | os.PathLike, *, cache_dir: str | None = None,
           census: np.ndarray | None = None, batches: BatchSource | None = None, task=None,
           progress: bool = True, extra: dict | None = None, save_model: bool = False) -> dict:
@@ -212,7 +222,7 @@ def train(config: GRPOConfig, out_dir: str | os.PathLike, *, cache_dir: str | No
     state = RunState(config, setup.task, setup.train_prompts, model, tokenizer, setup.device,
                      census)
     eval_gen = torch.Generator(device=setup.device).manual_seed(10_000 + config.seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.0)
+    optimizer = make_optimizer(model, config)
     batches = batches or BatchSource()
     batches.start(state)
 

@@ -45,7 +45,8 @@ from grpolab.labs.common import (
     TINY_BASE,
 )
 
-__all__ = ["Regime", "SweepPreset", "PRESETS", "get_preset", "GPU_SMOLLM2_BUDGET"]
+__all__ = ["Regime", "SweepPreset", "PRESETS", "get_preset", "GPU_SMOLLM2_BUDGET",
+           "DESIGN_C_SGD_LR", "DESIGN_C_REGIMES"]
 
 
 @dataclass
@@ -189,6 +190,21 @@ COMPUTE_EVALS = [COMPLETIONS_PER_STEP * 2 ** k for k in range(2, 10)]
 DESIGN_A_BUDGET = 256
 DESIGN_A_STEPS = 768
 DESIGN_A_EVALS = [DESIGN_A_BUDGET * DESIGN_A_STEPS // 2 ** k for k in range(7, -1, -1)]
+#: Design C (labs/results/design-c/declared.json, book/labs/06-mechanism.md): SGD's
+#: learning rate, matched once to AdamW's mean update norm over a 100-step run at G = 8 in
+#: the mixed regime (scale_rewards "group", dr_grpo); SGD does not clip (max_grad_norm 0,
+#: labs/results/design-c/deviations.md), so G's gradient scale reaches its step. Measured by
+#: :func:`grpolab.labs.design_c.match_sgd_lr`; its inputs and output are in
+#: labs/results/design-c/sgd_lr.json (tests/test_design_c.py checks this copy).
+DESIGN_C_SGD_LR = 0.00425
+#: Design C's four cells of (optimizer, scale_rewards), each a regime of the mixed prompts
+#: at a fixed budget of 64 completions per step (the sweep varies G and the seed within).
+DESIGN_C_REGIMES = [
+    Regime(f"{opt}-{scale}", [1, 2, 3], overrides={
+        "optimizer": opt, "scale_rewards": scale,
+        **({"learning_rate": DESIGN_C_SGD_LR, "max_grad_norm": 0.0} if opt == "sgd" else {})})
+    for opt, scale in (("adamw", "group"), ("sgd", "group"), ("adamw", "none"),
+                       ("sgd", "none"))]
 
 PRESETS: dict[str, SweepPreset] = {
     "cpu-quick": SweepPreset(
@@ -245,6 +261,17 @@ PRESETS: dict[str, SweepPreset] = {
         group_sizes=[2, 8, 32], seeds=[0, 1, 2, 3],
         regimes=[Regime("mixed", [1, 2, 3], budget=DESIGN_A_BUDGET)],
         noise_batches=64,
+    ),
+    "design-c": SweepPreset(
+        name="design-c",
+        description="Design C, the mechanism: G in 2 16 x scale_rewards group/none x "
+                    "optimizer AdamW 5e-5/SGD (lr matched once to AdamW's update norm at "
+                    "G = 8), dr_grpo, mixed regime at a fixed budget of 64 completions per "
+                    "step, 100 steps, 3 seeds, and the warm-start gradient noise of every "
+                    "cell (64 batches); sampled pass@1 from 8 samples per held-out prompt.",
+        config=apply_overrides(TINY_BASE, loss_type="dr_grpo", eval_samples=8,
+                               eval_every=25 * COMPLETIONS_PER_STEP, census_samples=64),
+        group_sizes=[2, 16], seeds=[0, 1, 2], regimes=DESIGN_C_REGIMES, noise_batches=64,
     ),
     "gpu": SweepPreset(
         name="gpu",
