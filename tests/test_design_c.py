@@ -195,7 +195,9 @@ def _planted_folder(tmp_path, gap_sgd, ratio_none=3.5, gram_none_small=None):
     for cell, big in (("adamw-none", ratio_none), ("adamw-group", 11.0)):
         small = gram_none_small if (cell == "adamw-none" and gram_none_small is not None) \
             else _gram(1.0, seed=11).tolist()
-        noise[cell] = [{"G": 2, "gram": small}, {"G": 16, "gram": _gram(big, seed=12).tolist()}]
+        noise[cell] = [{"G": 2, "trace_variance": 1.0, "noise_to_signal": None, "gram": small},
+                       {"G": 16, "trace_variance": 1.0, "noise_to_signal": None,
+                        "gram": _gram(big, seed=12).tolist()}]
     summary = {"preset": "design-c", "runs": runs, "gradient_noise": noise,
                "regimes": {c: {"zero_variance_at_warm_start_theory": {}}
                            for c in design_c.CELLS}, "runs_finished": 24, "runs_planned": 24}

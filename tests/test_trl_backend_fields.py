@@ -31,6 +31,7 @@ OTHER_VALUE = {
     "advantage_baseline": "leave_one_out",
     "advantage_ddof": 0,
     "advantage_eps": 1e-6,
+    "optimizer": "sgd",
 }
 
 
