@@ -32,22 +32,41 @@ def _logs(out) -> dict[str, list[dict]]:
             for p in sorted(out.glob("runs/*/*/log.jsonl"))}
 
 
-def test_two_workers_give_the_logs_of_one_and_one_lock(tmp_path, tiny_cache, monkeypatch):
+@pytest.fixture(scope="module")
+def serial_sweep(tmp_path_factory, tiny_cache):
+    """The tiny sweep trained by one worker (the reference every executor must match)."""
+    torch.set_num_threads(1)
+    out = with_warm_start(tmp_path_factory.mktemp("serial") / "one", tiny_cache)
+    run_sweep(tiny_preset(), out, progress=False, plots=False, log=lambda *_: None, workers=1)
+    return out
+
+
+def test_two_workers_give_the_logs_of_one_and_one_lock(serial_sweep, tmp_path, tiny_cache,
+                                                       monkeypatch):
     torch.set_num_threads(1)
     locks = []
     real_lock = records.output_lock
     monkeypatch.setattr(records, "output_lock", lambda out: locks.append(out) or real_lock(out))
-    one, two = with_warm_start(tmp_path / "one", tiny_cache), with_warm_start(tmp_path / "two",
-                                                                            tiny_cache)
-    run_sweep(tiny_preset(), one, progress=False, plots=False, log=lambda *_: None, workers=1)
-    assert locks == [str(one)]  # one lock site per command
+    two = with_warm_start(tmp_path / "two", tiny_cache)
     run_sweep(tiny_preset(), two, progress=False, plots=False, log=lambda *_: None, workers=2)
-    a, b = _logs(one), _logs(two)
+    assert locks == [str(two)]  # one lock site per command
+    a, b = _logs(serial_sweep), _logs(two)
     assert len(a) == 4 and all(len(v) > 2 for v in a.values())
     assert a == b
     # the census is kept once under its key, and under the readable name the reports read
     assert (two / "census-d1-2.npy").is_file() and len(list((two / "cache").glob(
         "census-*.npy"))) == 1
+
+
+@pytest.mark.slow
+def test_the_ray_executor_gives_the_logs_of_one_worker(serial_sweep, tmp_path, tiny_cache):
+    """The same plan as Ray tasks on a local Ray instance (CPU)."""
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'grpolab[cluster]')")
+    torch.set_num_threads(1)
+    out = with_warm_start(tmp_path / "ray", tiny_cache)
+    run_sweep(tiny_preset(), out, progress=False, plots=False, log=lambda *_: None, workers=2,
+              executor="ray")
+    assert _logs(out) == _logs(serial_sweep)
 
 
 def test_a_failed_worker_fails_the_command_with_its_own_error(tmp_path, tiny_cache):

@@ -154,15 +154,6 @@ def check_workers(args: argparse.Namespace) -> None:
         raise ValueError("--ray-address needs --executor ray")
 
 
-def workers_for(args: argparse.Namespace, device: str, threads: int | None) -> int:
-    """``--workers``, or what this machine holds (:func:`grpolab.labs.runner.default_workers`)."""
-    if args.workers is not None:
-        return args.workers
-    from grpolab.labs.runner import default_workers
-
-    return default_workers(device, threads)
-
-
 def run_sweep_cmd(args: argparse.Namespace) -> int:
     from grpolab.cli._checks import check_out_dir
     from grpolab.labs.runner import Runner
@@ -181,7 +172,7 @@ def _run_sweep_locked(args: argparse.Namespace, runner) -> int:
     from grpolab.labs.sweep.sweep import run_sweep
 
     summary = run_sweep(preset, runner, progress=not args.quiet, plots=not args.no_plots,
-                        workers=workers_for(args, preset.config.device, preset.torch_threads),
+                        workers=args.workers,
                         executor=args.executor, address=args.ray_address)
     print(f"{summary['runs_finished']}/{summary['runs_planned']} runs finished in {args.out} "
           f"({summary['seconds_this_invocation']:.0f} s this invocation)")

@@ -88,17 +88,15 @@ def run_remedies_cmd(args: argparse.Namespace) -> int:
 def _run_locked(args: argparse.Namespace, runner) -> int:
     import torch
 
-    from grpolab.cli.lab import workers_for
     from grpolab.labs.remedies.items import run_item
-    from grpolab.labs.remedies.remedy import REMEDY_BASE, Remedy
+    from grpolab.labs.remedies.remedy import Remedy
 
     out = runner.out
     torch.set_num_threads(args.threads)
     overrides = {**config_overrides(args, Remedy, REMEDY_PREFIX), **config_overrides(args)}
-    device = overrides.get("device", REMEDY_BASE.device)
     results = run_item(args.item, runner, seeds=args.seeds, arms=args.arms, overrides=overrides,
                        cache_dir=args.cache, pool_dir=args.pool,
-                       workers=workers_for(args, device, args.threads),
+                       workers=args.workers,
                        executor=args.executor, address=args.ray_address,
                        plots=not args.no_plots, publish=args.publish)
     for arm, r in results["results"].items():

@@ -228,18 +228,27 @@ class Runner:
         return out
 
     # ------------------------------------------------------------------------- training
-    def run(self, plan: list[PlannedRun], finished: dict[str, dict], *, workers: int = 1,
-            executor: str = "local", address: str | None = None) -> dict[str, dict]:
+    def run(self, plan: list[PlannedRun], finished: dict[str, dict], *,
+            workers: int | None = 1, executor: str = "local",
+            address: str | None = None) -> dict[str, dict]:
         """Train every run of ``plan`` that has not finished (``finished`` from
         :meth:`check`); return every run's summary by name. Runs with one ``pool_key`` are
-        trained once (the others copied); a run already in the pool is copied."""
+        trained once (the others copied); a run already in the pool is copied.
+
+        ``workers``: runs trained at once (None: what the machine holds,
+        :func:`default_workers`, or on Ray the cluster's CPUs / the thread count);
+        ``executor``: ``local`` processes or ``ray`` tasks (``ray.init(address=address)``;
+        None starts a local Ray instance)."""
         import torch
 
         if executor not in EXECUTORS:
             raise ValueError(f"--executor must be one of {', '.join(EXECUTORS)}; got "
                              f"{executor!r}")
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                    or workers < 1):
             raise ValueError(f"--workers must be an integer >= 1, got {workers!r}")
+        if address is not None and executor != "ray":
+            raise ValueError("--ray-address needs --executor ray")
         summaries = dict(finished)
         todo = [r for r in plan if r.name not in finished]
         # the pool: copy what is there; of runs sharing a key, train the first only
@@ -275,7 +284,10 @@ class Runner:
 
         if executor == "ray":
             _run_on_ray(jobs, done, address=address, threads=threads, workers=workers)
-        elif workers == 1 or len(jobs) == 1:
+            return {r.name: summaries[r.name] for r in plan}
+        if workers is None:
+            workers = default_workers(plan[0].config.device, threads)
+        if workers == 1 or len(jobs) == 1:
             from tqdm.auto import tqdm
 
             bar = tqdm(jobs, desc="runs", disable=not self.progress or len(jobs) < 2)
@@ -447,35 +459,52 @@ def _run_in_processes(jobs: list[_Job], done, *, workers: int, threads: int, dev
 
 
 def _run_on_ray(jobs: list[_Job], done, *, address: str | None, threads: int,
-                workers: int) -> None:
-    """Train ``jobs`` as Ray tasks (``ray.init(address=...)``; None starts a local instance),
-    at most ``workers`` at a time, each with ``threads`` CPUs and the same thread count."""
+                workers: int | None) -> None:
+    """Train ``jobs`` as Ray tasks (``ray.init(address=...)``; None starts a local instance,
+    shut down again at the end), at most ``workers`` at a time (None: the cluster's CPUs /
+    ``threads``), each task holding ``threads`` CPUs and running with that thread count. The
+    first failed task cancels the rest and is raised as the run's own error. Every node needs
+    grpolab installed, and the warm start and census are made here, before dispatch (the
+    ``cache_dir`` must be a folder every node sees, e.g. a shared file system)."""
     try:
         import ray
     except ImportError:
         raise ValueError("--executor ray needs Ray: pip install 'grpolab[cluster]'") from None
 
-    if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                 configure_logging=False)
+    try:
+        device = str(jobs[0].config.device) if jobs else "cpu"
+        resources = ray.cluster_resources()
+        gpus = int(device.startswith("cuda") or (device == "auto" and
+                                                 resources.get("GPU", 0) >= 1))
+        if workers is None:
+            workers = max(1, int(resources.get("GPU", 1)) if gpus else
+                          int(resources.get("CPU", 1)) // max(1, threads))
 
-    @ray.remote(num_cpus=threads)
-    def train_remote(job: _Job) -> dict:
-        _init_worker(threads, None)
-        return job.train(False)
+        @ray.remote(num_cpus=threads, num_gpus=gpus, max_retries=0)
+        def train_remote(job: _Job) -> dict:  # Ray gives a GPU task its own GPU
+            _init_worker(threads, None)
+            return job.train(False)
 
-    queue, running = list(jobs), {}
-    while queue or running:
-        while queue and len(running) < workers:
-            job = queue.pop(0)
-            running[train_remote.remote(job)] = job
-        ready, _ = ray.wait(list(running), num_returns=1)
-        for ref in ready:
-            job = running.pop(ref)
-            try:
-                summary = ray.get(ref)
-            except ray.exceptions.RayTaskError as exc:
-                for other in running:
-                    ray.cancel(other)
-                cause = exc.cause if getattr(exc, "cause", None) is not None else exc
-                raise cause from None
-            done(job, summary)
+        queue, running = list(jobs), {}
+        while queue or running:
+            while queue and len(running) < workers:
+                job = queue.pop(0)
+                running[train_remote.remote(job)] = job
+            ready, _ = ray.wait(list(running), num_returns=1)
+            for ref in ready:
+                job = running.pop(ref)
+                try:
+                    summary = ray.get(ref)
+                except ray.exceptions.RayTaskError as exc:
+                    for other in running:
+                        ray.cancel(other)
+                    cause = getattr(exc, "cause", None)
+                    raise (cause if isinstance(cause, BaseException) else exc) from None
+                done(job, summary)
+    finally:
+        if started:
+            ray.shutdown()
