@@ -403,8 +403,23 @@ class _Job:
                      progress=progress, extra=self.extra, **kwargs)
 
 
+def _die_with_parent() -> None:
+    """Linux: this worker is killed when the command that started it dies (kill -9
+    included), so no orphan writes into a folder whose lock died with the command."""
+    import ctypes
+    import signal
+    import sys
+
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # pragma: no cover - no prctl: best effort
+            pass
+
+
 def _init_worker(threads: int, gpus) -> None:
     """A worker process: its own GPU (when there are GPUs), the parent's thread count."""
+    _die_with_parent()
     if gpus is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(gpus.get())
     import torch
