@@ -104,6 +104,16 @@ def test_step_quick(tmp_path):
 
 
 @pytest.mark.slow
+def test_workers_quick(tmp_path):
+    """A tiny sweep with 1 and 2 workers: one ratio line, and both wrote the same logs."""
+    lines, data = run_script("workers", tmp_path=tmp_path)
+    assert len(lines) == 1 and lines[0]["case"].startswith("cpu-quick sweep, 2 runs")
+    row = data["rows"][0]
+    assert row["extra"]["logs_identical"] is True and row["extra"]["runs"] == 2
+    assert math.isclose(row["extra"]["wall_share"] * row["ratio"], 1.0, rel_tol=1e-9)
+
+
+@pytest.mark.slow
 @pytest.mark.book
 def test_book_quick(tmp_path):
     pytest.importorskip("jupyter_book")
@@ -138,8 +148,8 @@ def test_run_rejects_unknown_benchmark():
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "error: unknown benchmark(s) nope; choose from theory,advise,book,memory,rollout,step"
-        .replace(",", ", ")]
+        "error: unknown benchmark(s) nope; choose from "
+        "theory,advise,book,memory,rollout,step,workers".replace(",", ", ")]
 
 
 def test_run_add_refuses_quick_results(tmp_path):
