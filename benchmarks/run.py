@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from _common import fmt, machine  # noqa: E402
 
-BENCHMARKS = ["theory", "advise", "book", "memory", "rollout", "step"]
+BENCHMARKS = ["theory", "advise", "book", "memory", "rollout", "step", "workers"]
 RESULTS_JSON = os.path.join(HERE, "results.json")
 RESULTS_MD = os.path.join(HERE, "RESULTS.md")
 START, END = "<!-- results:start -->", "<!-- results:end -->"

@@ -148,8 +148,8 @@ def test_run_rejects_unknown_benchmark():
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "error: unknown benchmark(s) nope; choose from theory,advise,book,memory,rollout,step"
-        .replace(",", ", ")]
+        "error: unknown benchmark(s) nope; choose from "
+        "theory,advise,book,memory,rollout,step,workers".replace(",", ", ")]
 
 
 def test_run_add_refuses_quick_results(tmp_path):

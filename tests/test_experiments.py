@@ -15,9 +15,9 @@ import torch
 from conftest import TINY_TASK, tiny_warm_start
 from grpolab.cli.main import main
 from grpolab.grpo.rollout import merge_rollouts
+from grpolab.labs import runner as runner_module
 from grpolab.labs.remedies import items as remedy_items
 from grpolab.labs.remedies import report as remedy_report
-from grpolab.labs.remedies import sources as remedy_sources
 from grpolab.labs.remedies.items import ITEMS
 from grpolab.labs.remedies.remedy import SOURCE_NAMES, lab_config
 from grpolab.labs.remedies.sources import SOURCES, remedy_task, train_remedy
@@ -151,10 +151,10 @@ def test_run_item_resumes_shares_the_pool_and_aggregates(tmp_path, cache, monkey
                                 base=dict(SMALL, completion_budget=32), seeds=[0, 1, 2])
     monkeypatch.setitem(ITEMS, "toy", item)
     calls = []
-    real = remedy_sources.train_remedy
-    # run_item calls the train_remedy it imported: patch it there
-    monkeypatch.setattr(remedy_items, "train_remedy",
-                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = runner_module._Job.train
+    # every run the one runner trains (serially, in this process) goes through _Job.train
+    monkeypatch.setattr(runner_module._Job, "train",
+                        lambda job, progress: calls.append(1) or real(job, progress))
     out = tmp_path / "toy"
     res = remedy_items.run_item("toy", out, cache_dir=cache, progress=False, log=lambda m: None)
     assert len(calls) == 3  # "same-again" has the same configs: copied from the pool

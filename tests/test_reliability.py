@@ -28,6 +28,7 @@ import torch
 import grpolab.grpo.backends
 from conftest import TINY_TASK, tiny_warm_start, with_warm_start
 from grpolab.cli.main import main
+from grpolab.labs import runner as runner_module
 from grpolab.labs.remedies import items as remedy_items
 from grpolab.labs.remedies import report as remedy_report
 from grpolab.labs.remedies.items import ITEMS
@@ -591,7 +592,7 @@ def test_remedy_rerun_with_another_budget_is_refused_not_relabelled(toy_item, tm
     run_dir.mkdir(parents=True)
     cfg, _ = toy_item.config("plain", 0)  # a finished 64-completion run of this arm
     (run_dir / "summary.json").write_text(json.dumps({"config": cfg.to_dict(), "steps": 4}))
-    monkeypatch.setattr(remedy_items, "train_remedy", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setattr(runner_module._Job, "train", lambda *a, **k: pytest.fail("trained"))
     with pytest.raises(ValueError, match="completion_budget 64 -> 128"):
         remedy_items.run_item("toy", out, overrides={"completion_budget": 128}, progress=False,
                               log=quiet)
@@ -606,7 +607,7 @@ def test_remedy_rerun_with_other_threads_is_refused(toy_item, tmp_path, monkeypa
     torch.set_num_threads(1)
     (run_dir / "summary.json").write_text(json.dumps(
         {"config": cfg.to_dict(), "steps": 4, "warmstart_key": cfg.warmstart_key}))
-    monkeypatch.setattr(remedy_items, "train_remedy", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setattr(runner_module._Job, "train", lambda *a, **k: pytest.fail("trained"))
     try:
         torch.set_num_threads(2)
         with pytest.raises(ValueError, match="was trained from warm start"):
@@ -620,10 +621,10 @@ def test_remedy_pool_goes_under_out(toy_item, tmp_path, monkeypatch):
     out = tmp_path / "toy"
     cfg, rem = toy_item.config("plain", 0)
 
-    def fake_train_remedy(config, remedy, run_dir, **kwargs):
+    def fake_train(job, progress):
         raise KeyboardInterrupt  # only the layout matters here
 
-    monkeypatch.setattr(remedy_items, "train_remedy", fake_train_remedy)
+    monkeypatch.setattr(runner_module._Job, "train", fake_train)
     with pytest.raises(KeyboardInterrupt):
         remedy_items.run_item("toy", out, progress=False, log=quiet)
     pooled = out / "_pool" / remedy_items.config_key(cfg, rem)

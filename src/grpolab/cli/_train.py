@@ -14,7 +14,6 @@ A finished run (``OUT/summary.json`` of the same config) is not trained again.
 from __future__ import annotations
 
 import argparse
-import os
 
 from grpolab.cli._config_args import add_config_arguments, config_overrides
 from grpolab.grpo.config import RULES, GRPOConfig, apply_overrides, check_field
@@ -126,8 +125,10 @@ def run_train(args: argparse.Namespace) -> int:
     check_threads(args.threads)
     if args.lora_r < 0:
         raise CLIError(f"--lora-r must be >= 0, got {args.lora_r}")
-    # one lock per run: under 'accelerate launch' only the main process writes
-    is_main = os.environ.get("RANK", "0") == "0"
+    from grpolab.models.device import is_main_process
+
+    # the command's one lock: under 'accelerate launch' only the main process writes
+    is_main = is_main_process()  # a stray RANK: refused in one line, not silently unlocked
     with output_lock(args.out) if is_main else contextlib.nullcontext():
         return _train_locked(args, is_main)
 

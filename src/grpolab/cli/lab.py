@@ -46,6 +46,7 @@ def register(sub) -> None:
                     "(small values are for smoke tests)")
     sw.add_argument("--no-plots", action="store_true", help="skip the plots")
     sw.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_worker_arguments(sw)
 
     add_config_arguments(sw, _sweep_defaults(), aliases={"group_sizes": ["--G"],
                                                          "torch_threads": ["--threads"]},
@@ -135,16 +136,42 @@ def build_preset(args: argparse.Namespace):
     return preset
 
 
+def add_worker_arguments(p: argparse.ArgumentParser) -> None:
+    """``--workers``, ``--executor``, ``--ray-address``: how a lab's independent runs are
+    spread (:class:`grpolab.labs.runner.Runner`); shared by ``lab sweep`` and ``remedies``."""
+    g = p.add_argument_group("workers (grpolab.labs.runner)")
+    g.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="runs trained side by side, each in its own process with --threads "
+                   "torch threads (or its own GPU); results are bit for bit those of one "
+                   "worker (default: what this machine holds: CPU cores / threads, or GPUs)")
+    g.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local: processes on this machine; ray: tasks on a Ray cluster "
+                   "(pip install 'grpolab[cluster]') (default: local)")
+    g.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="the Ray cluster to join with --executor ray, e.g. ray://head:10001 "
+                   "or auto (default: start a local Ray instance)")
+
+
+def check_workers(args: argparse.Namespace) -> None:
+    """``--workers``: an integer >= 1; ``--ray-address`` only with ``--executor ray``."""
+    w = args.workers
+    if w is not None and (isinstance(w, bool) or w < 1):
+        raise ValueError(f"--workers must be an integer >= 1, got {w}")
+    if args.ray_address is not None and args.executor != "ray":
+        raise ValueError("--ray-address needs --executor ray")
+
+
 def run_sweep_cmd(args: argparse.Namespace) -> int:
     from grpolab.cli._checks import check_out_dir
-    from grpolab.grpo.records import output_lock
+    from grpolab.labs.runner import Runner
 
     check_out_dir(args.out, kind="sweep")
-    with output_lock(args.out):  # first: a second sweep on --out is refused at once
-        return _run_sweep_locked(args)
+    check_workers(args)
+    with Runner(args.out) as runner:  # first: a second sweep on --out is refused at once
+        return _run_sweep_locked(args, runner)
 
 
-def _run_sweep_locked(args: argparse.Namespace) -> int:
+def _run_sweep_locked(args: argparse.Namespace, runner) -> int:
     from grpolab.cli._checks import check_model_cache
     from grpolab.labs.sweep.presets import get_preset
     from grpolab.models.device import check_device
@@ -155,7 +182,9 @@ def _run_sweep_locked(args: argparse.Namespace) -> int:
     check_device(preset.config.device)  # ... and this machine
     from grpolab.labs.sweep.sweep import run_sweep
 
-    summary = run_sweep(preset, args.out, progress=not args.quiet, plots=not args.no_plots)
+    summary = run_sweep(preset, runner, progress=not args.quiet, plots=not args.no_plots,
+                        workers=args.workers,
+                        executor=args.executor, address=args.ray_address)
     print(f"{summary['runs_finished']}/{summary['runs_planned']} runs finished in {args.out} "
           f"({summary['seconds_this_invocation']:.0f} s this invocation)")
     import os

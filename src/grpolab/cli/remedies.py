@@ -43,6 +43,9 @@ def register(sub) -> None:
                    help="also copy results.json and the plots to DIR "
                         "(e.g. labs/results/remedies/ITEM)")
     p.add_argument("--list", action="store_true", help="list the items and their arms, then exit")
+    from grpolab.cli.lab import add_worker_arguments
+
+    add_worker_arguments(p)
     from grpolab.labs.remedies.remedy import REMEDY_BASE, Remedy
 
     add_config_arguments(p, Remedy(), prefix=REMEDY_PREFIX,
@@ -79,32 +82,28 @@ def run_remedies_cmd(args: argparse.Namespace) -> int:
 
     # the pool's runs are copied into OUT: none may be a link out of the pool
     check_no_links(args.pool or os.path.join(out, "_pool"), "--pool")
-    from grpolab.grpo.records import output_lock
+    from grpolab.cli.lab import check_workers
+    from grpolab.labs.runner import Runner
 
-    with output_lock(out):  # first: a second runner on OUT is refused at once
-        return _run_locked(args, out)
+    check_workers(args)
+    with Runner(out) as runner:  # first: a second runner on OUT is refused at once
+        return _run_locked(args, runner)
 
 
-def _run_locked(args: argparse.Namespace, out: str) -> int:
+def _run_locked(args: argparse.Namespace, runner) -> int:
     import torch
 
     from grpolab.labs.remedies.items import run_item
     from grpolab.labs.remedies.remedy import Remedy
 
+    out = runner.out
     torch.set_num_threads(args.threads)
     overrides = {**config_overrides(args, Remedy, REMEDY_PREFIX), **config_overrides(args)}
-    results = run_item(args.item, out, seeds=args.seeds, arms=args.arms, overrides=overrides,
-                       cache_dir=args.cache, pool_dir=args.pool)
-    if not args.no_plots:
-        from grpolab.labs.remedies.report import plot_item
-
-        for path in plot_item(out):
-            print(f"wrote {path}")
-    if args.publish:
-        from grpolab.labs.remedies.report import publish
-
-        for path in publish(out, args.publish):
-            print(f"published {path}")
+    results = run_item(args.item, runner, seeds=args.seeds, arms=args.arms, overrides=overrides,
+                       cache_dir=args.cache, pool_dir=args.pool,
+                       workers=args.workers,
+                       executor=args.executor, address=args.ray_address,
+                       plots=not args.no_plots, publish=args.publish)
     for arm, r in results["results"].items():
         acc = r["final_accuracy"]
         sd = f" ± {acc['sd']:.3f}" if acc.get("sd") is not None else ""

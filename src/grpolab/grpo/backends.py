@@ -20,29 +20,23 @@ def train(config, out_dir: str | os.PathLike, *, batches=None, task=None, use_vl
     ``use_vllm``/``lora_r`` only in TRL's. ``kwargs`` (``cache_dir``, ``census``,
     ``progress``, ``extra``) go to either.
 
-    ``out_dir`` is locked for the run (:func:`grpolab.grpo.records.output_lock`, re-entrant:
-    a sweep or ``lab train`` holding it already is fine), so no other grpolab process can
-    write into it meanwhile; under ``accelerate launch`` only the main process locks.
+    The caller holds ``out_dir``'s lock: the command that called it took it once, at its
+    entry (``lab train``: :mod:`grpolab.cli._train`; a sweep or remedy item: the one runner,
+    :class:`grpolab.labs.runner.Runner`, which locks the folder holding every run).
     """
-    import contextlib
-
     from safetensors import SafetensorError
 
-    from grpolab.grpo.records import output_lock
-
-    main = os.environ.get("RANK", "0") == "0"
-    with output_lock(out_dir) if main else contextlib.nullcontext():
-        try:
-            return _train(config, out_dir, batches=batches, task=task, use_vllm=use_vllm,
-                          lora_r=lora_r, **kwargs)
-        except SafetensorError as exc:  # safetensors' errors are no OSError: one line here
-            reason = " ".join(str(exc).split())[:200]
-            if "deserializ" in reason:  # a damaged checkpoint of the starting policy
-                raise ValueError(f"could not read the starting model {config.model!r} "
-                                 f"({reason}); replace its damaged .safetensors file") from None
-            raise OSError(f"could not save the trained model in {os.fspath(out_dir)} "
-                          f"({reason}); the run has no summary, so freeing disk space and "
-                          "rerunning trains it again") from None
+    try:
+        return _train(config, out_dir, batches=batches, task=task, use_vllm=use_vllm,
+                      lora_r=lora_r, **kwargs)
+    except SafetensorError as exc:  # safetensors' errors are no OSError: one line here
+        reason = " ".join(str(exc).split())[:200]
+        if "deserializ" in reason:  # a damaged checkpoint of the starting policy
+            raise ValueError(f"could not read the starting model {config.model!r} "
+                             f"({reason}); replace its damaged .safetensors file") from None
+        raise OSError(f"could not save the trained model in {os.fspath(out_dir)} "
+                      f"({reason}); the run has no summary, so freeing disk space and "
+                      "rerunning trains it again") from None
 
 
 def _train(config, out_dir, *, batches, task, use_vllm: bool, lora_r: int, **kwargs) -> dict:

@@ -373,6 +373,7 @@ def train(config, out_dir, *, cache_dir: str | None = None, census=None, progres
     from grpolab.grpo.measure import ZeroVarianceMonitor, evaluate
     from grpolab.grpo.records import RunLog
     from grpolab.grpo.setup import prepare_run, starting_census
+    from grpolab.models.device import is_main_process
 
     config.validate()  # refuses the fields TRL does not implement (config.TRL_REFUSED)
     setup = prepare_run(config, out_dir, cache_dir, progress)
@@ -389,7 +390,7 @@ def train(config, out_dir, *, cache_dir: str | None = None, census=None, progres
     census = starting_census(config, setup, census,
                              prompts=_rendered(task, tokenizer, setup.train_prompts))
     monitor = ZeroVarianceMonitor(census, config.pass_rate_window_size)
-    log = RunLog(setup.out_dir, is_main=int(os.environ.get("RANK", "0")) == 0)
+    log = RunLog(setup.out_dir, is_main=is_main_process())
     log.write({"step": 0, **held_out(model), "seconds": 0.0, "completions": 0, "tokens": 0})
     peft_config = None
     if lora_r:

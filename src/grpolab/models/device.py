@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["check_device", "resolve_device"]
+__all__ = ["check_device", "resolve_device", "is_main_process"]
 
 
 def _torch_build_has_gpu() -> bool | None:
@@ -69,3 +69,25 @@ def resolve_device(device=None):
         return device
     check_device(device)
     return torch.device(device)
+
+
+def is_main_process() -> bool:
+    """True unless this process is a non-main rank of a distributed launch (``accelerate
+    launch``, ``torchrun``), which set ``RANK`` with ``WORLD_SIZE``. Only the main process
+    locks an output folder and writes to it; the others keep their rows in memory.
+
+    ``RANK`` without a ``WORLD_SIZE`` that holds it (left over in a shell, say) is refused
+    with one line: trusting it would make a command write with no lock and print nothing.
+    """
+    rank, world = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+    if rank is None:
+        return True
+    try:
+        r, w = int(rank), int(world) if world is not None else None
+    except ValueError:
+        r, w = -1, None
+    if w is None or not 0 <= r < w:
+        raise ValueError(f"RANK={rank!r} is set but WORLD_SIZE={world!r} does not hold it: "
+                         "RANK belongs to a distributed launch (accelerate launch, "
+                         "torchrun); unset RANK to run on one process")
+    return r == 0

@@ -1,8 +1,8 @@
 """The remedy labs: the 8 items (arms × seeds of lab configs), their probes, the runner.
 
-One job: say what each lab of book/labs/03-remedies.md trains (:data:`ITEMS`) and run it,
-resumably, with
-:func:`grpolab.labs.remedies.sources.train_remedy`. Identical configs are trained once
+One job: say what each lab of book/labs/03-remedies.md trains (:data:`ITEMS`), as a plan
+(:func:`plan_item`) that the one runner (:class:`grpolab.labs.runner.Runner`) executes,
+resumably. Identical configs are trained once
 and shared through a pool keyed by :func:`config_key` (``DIR/_pool``, or one ``--pool``
 folder that several items share).
 
@@ -46,9 +46,10 @@ from grpolab.labs.common import (
 from grpolab.labs.remedies import strategies
 from grpolab.labs.remedies.remedy import Remedy, lab_config
 from grpolab.labs.remedies.report import aggregate_item
-from grpolab.labs.remedies.sources import remedy_task, train_remedy
+from grpolab.labs.remedies.sources import remedy_task
 
-__all__ = ["LabItem", "ITEMS", "config_key", "run_item", "run_probe", "task_kwargs_of"]
+__all__ = ["LabItem", "ITEMS", "config_key", "plan_item", "run_item", "run_probe",
+           "task_kwargs_of"]
 
 
 # ----------------------------------------------------------------------------- items
@@ -233,50 +234,17 @@ def config_key(config: GRPOConfig, remedy: Remedy) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _copy_run(src: str, dst: str, extra: dict) -> None:
-    """Copy a finished run (log, then summary last) and relabel it for its new item/arm."""
-    from grpolab._files import read_text
-    from grpolab.grpo.records import RUN_SUMMARY, read_json, write_json_atomic, write_text_atomic
+def plan_item(name: str, out: str, *, seeds: list[int] | None = None,
+              arms: list[str] | None = None, overrides: dict | None = None) -> list:
+    """Item ``name`` as a plan for :class:`grpolab.labs.runner.Runner`: one run per arm ×
+    seed in ``out/runs/<arm>/seed<s>``, each config built and validated once, its census
+    measured exactly ``census_samples`` wide, its batch source and reward the remedy's, its
+    pool key :func:`config_key`. Refused (a ValueError, before anything is written): an
+    unknown item or arm, a repeated seed or arm, an override of a field the arms vary."""
+    from functools import partial
 
-    fix = f"delete the folder {src} and rerun"
-    summary = read_json(os.path.join(src, "summary.json"), "a run summary", keys=("config",),
-                        remedy=fix, schema=RUN_SUMMARY)
-    os.makedirs(dst, exist_ok=True)
-    write_text_atomic(os.path.join(dst, "log.jsonl"),
-                      read_text(os.path.join(src, "log.jsonl"), "a run log", remedy=fix))
-    summary.update(extra)
-    write_json_atomic(os.path.join(dst, "summary.json"), summary)
-
-
-def run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = None,
-             arms: list[str] | None = None, overrides: dict | None = None,
-             cache_dir: str | None = None, pool_dir: str | None = None,
-             progress: bool = True, log=print) -> dict:
-    """Run (or resume) every arm × seed of item ``name`` into ``out``; aggregate.
-
-    ``out`` is locked before any other work (building configs and prompts takes seconds),
-    so a second runner on it is refused at once, naming the first one's pid.
-    """
-    from grpolab.grpo.records import output_lock
-
-    with output_lock(out):
-        return _run_item(name, out, seeds=seeds, arms=arms, overrides=overrides,
-                         cache_dir=cache_dir, pool_dir=pool_dir, progress=progress, log=log)
-
-
-def _run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = None,
-              arms: list[str] | None = None, overrides: dict | None = None,
-              cache_dir: str | None = None, pool_dir: str | None = None,
-              progress: bool = True, log=print) -> dict:
-    """The body of :func:`run_item` (``out`` locked).
-
-    ``overrides``: GRPOConfig or Remedy fields applied to every arm (a field an arm of this
-    item varies is refused: it would erase the comparison). ``pool_dir`` (default
-    ``out/_pool``) holds every finished run under its :func:`config_key`; a run whose config
-    is already there is copied, not retrained. Every config is validated, and the finished
-    runs in ``out`` checked against it, before anything is written.
-    """
-    from grpolab.grpo.records import finished_run, output_lock, provenance, write_json_atomic
+    from grpolab.labs.remedies.sources import make_source
+    from grpolab.labs.runner import CensusSpec, PlannedRun
 
     if name not in ITEMS:
         raise ValueError(f"--item must be one of {', '.join(ITEMS)}; got {name!r}")
@@ -295,42 +263,79 @@ def _run_item(name: str, out: str | os.PathLike, *, seeds: list[int] | None = No
         raise ValueError(f"--{varied[0].replace('_', '-')} is what the arms of {name} vary; "
                          "it cannot be set for all of them")
     configs = {(a, s): item.config(a, s, **over) for a in arms for s in seeds}  # validates all
-    for (a, _), (cfg, _) in configs.items():
+    plan = []
+    for (a, s), (cfg, rem) in configs.items():
         try:
             cfg.validate_prompts()
         except ValueError as exc:
             raise ValueError(f"{exc} (arm {a})") from None
-    with output_lock(out):
-        out = os.fspath(out)
-        keys = {job: config_key(cfg, rem) for job, (cfg, rem) in configs.items()}
-        done = {job for job, (cfg, _) in configs.items()
-                if finished_run(os.path.join(out, "runs", job[0], f"seed{job[1]}"), cfg)}
-        cache_dir = cache_dir or os.path.join(out, "cache")
+        if cfg.completion_budget is None:
+            raise ValueError("a remedy run needs --completion-budget (arms compare at a fixed "
+                             "budget)")
+        key = config_key(cfg, rem)
+        plan.append(PlannedRun(
+            name=f"{name} {a} seed={s}", config=cfg,
+            folder=os.path.join(os.fspath(out), "runs", a, f"seed{s}"),
+            census=CensusSpec(cfg.pass_rate_window_size,
+                              cfg.seed if cfg.census_seed is None else cfg.census_seed,
+                              keyed_by_width=True),
+            batches=partial(make_source, rem), task=partial(remedy_task, cfg, rem),
+            extra={"item": name, "arm": a, "config_key": key}, pool_key=key))
+    return plan
+
+
+def run_item(name: str, out, *, seeds: list[int] | None = None,
+             arms: list[str] | None = None, overrides: dict | None = None,
+             cache_dir: str | None = None, pool_dir: str | None = None,
+             progress: bool = True, log=print, workers: int = 1, executor: str = "local",
+             address: str | None = None, plots: bool = False,
+             publish: str | None = None) -> dict:
+    """Run (or resume) every arm × seed of item ``name`` into ``out``; aggregate.
+
+    ``out`` is a folder or a :class:`grpolab.labs.runner.Runner` already holding its lock;
+    the lock is taken before any other work (building configs and prompts takes seconds),
+    so a second runner on it is refused at once, naming the first one's pid.
+
+    ``overrides``: GRPOConfig or Remedy fields applied to every arm (a field an arm of this
+    item varies is refused: it would erase the comparison). ``pool_dir`` (default
+    ``out/_pool``) holds every finished run under its :func:`config_key`; a run whose config
+    is already there is copied, not retrained. Every config is validated, and the finished
+    runs in ``out`` checked against it, before anything is written. ``workers`` runs train
+    side by side (bit for bit the serial results); ``plots`` and ``publish`` (a folder) also
+    draw the item's plot and copy its results, under the same lock.
+    """
+    from grpolab.grpo.records import provenance, write_json_atomic
+    from grpolab.labs.runner import Runner
+
+    with Runner.of(out, cache_dir=cache_dir, pool_dir=pool_dir, progress=progress,
+                   log=log) as runner:
+        out = runner.out
+        if runner.pool_dir is None:
+            runner.pool_dir = os.path.join(out, "_pool")
+        plan = plan_item(name, out, seeds=seeds, arms=arms, overrides=overrides)
+        finished = runner.check(plan)
+        item = ITEMS[name]
+        arms = list(item.arms if arms is None else arms)
         write_json_atomic(os.path.join(out, "item.json"), {
             "item": name, "title": item.title, "arms": {a: item.arms[a] for a in arms},
             "base": {k: asdict(v) if is_dataclass(v) else v for k, v in item.base.items()},
-            "seeds": seeds, "overrides": over, **provenance(torch.device("cpu"))})
+            "seeds": list(item.seeds if seeds is None else seeds),
+            "overrides": dict(overrides or {}), **provenance(torch.device("cpu"))})
         if item.probe is not None and not os.path.isfile(os.path.join(out, "probe.json")):
-            run_probe(name, out, cache_dir=cache_dir, log=log)
-        pool_dir = pool_dir or os.path.join(out, "_pool")
-        for (a, s), (cfg, rem) in configs.items():
-            run_dir = os.path.join(out, "runs", a, f"seed{s}")
-            if (a, s) in done:
-                continue
-            key = keys[(a, s)]
-            pooled = os.path.join(pool_dir, key)
-            extra = {"item": name, "arm": a, "config_key": key}
-            if os.path.isfile(os.path.join(pooled, "summary.json")):
-                _copy_run(pooled, run_dir, extra)
-                log(f"{name} {a} seed={s}: same config already trained, copied from {pooled}")
-                continue
-            summ = train_remedy(cfg, rem, run_dir, cache_dir=cache_dir, progress=progress,
-                                extra=extra)
-            _copy_run(run_dir, pooled, {})
-            log(f"{name} {a} seed={s}: accuracy {summ['initial_accuracy']:.3f} -> "
-                f"{summ['final_accuracy']:.3f}, {summ['completions']} completions, "
-                f"{summ['seconds']:.0f} s")
-        return aggregate_item(out)
+            run_probe(name, out, cache_dir=runner.cache_dir, log=log)
+        runner.run(plan, finished, workers=workers, executor=executor, address=address)
+        results = aggregate_item(out)
+        if plots:
+            from grpolab.labs.remedies.report import plot_item
+
+            for path in plot_item(out):
+                log(f"wrote {path}")
+        if publish:
+            from grpolab.labs.remedies.report import publish as publish_item
+
+            for path in publish_item(out, publish):
+                log(f"published {path}")
+        return results
 
 
 def run_probe(name: str, out: str | os.PathLike, *, cache_dir: str | None = None,

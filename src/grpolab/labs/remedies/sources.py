@@ -282,50 +282,38 @@ def make_source(remedy: Remedy) -> RemedySource:
 
 # ----------------------------------------------------------------------------- a run
 def census_inputs(config: GRPOConfig) -> dict:
-    """What a remedy run's census depends on (the census cache's key)."""
-    return {"warmstart_key": config.warmstart_key, "model": config.model, "task": config.task,
-            "task_kwargs": config.task_kwargs, "train_difficulties": config.train_difficulties,
-            "max_train_prompts": config.max_train_prompts, "temperature": config.temperature,
-            "top_p": config.top_p, "samples": config.pass_rate_window_size,
-            "seed": config.census_seed, "max_completion_length": config.max_completion_length}
+    """What a remedy run's census depends on (its one key,
+    :func:`grpolab.labs.runner.census_inputs`: measured exactly ``census_samples`` wide)."""
+    from grpolab.labs.runner import census_inputs as inputs
+
+    return inputs(config, seed=config.seed if config.census_seed is None
+                  else config.census_seed, samples=config.pass_rate_window_size)
 
 
 def train_remedy(config: GRPOConfig, remedy: Remedy, out_dir: str | os.PathLike, *,
                  cache_dir: str, progress: bool = True, extra: dict | None = None) -> dict:
     """One remedy run: GRPO with ``remedy``'s batches and reward until
-    ``config.completion_budget`` completions are spent. Returns the summary.
+    ``config.completion_budget`` completions are spent, as a plan of one run for the one
+    runner (:class:`grpolab.labs.runner.Runner`, which locks ``out_dir``). Returns the
+    summary; a finished run of this config in ``out_dir`` is returned, not retrained.
 
     The census (exact-match pass/fail of the starting policy, whatever the reward) comes from
     the one census cache, under ``cache_dir``, keyed by :func:`census_inputs`.
     """
-    import torch
+    from functools import partial
 
-    from grpolab.grpo.backends import train
-    from grpolab.grpo.config import training_prompts
-    from grpolab.grpo.measure import pass_rate_census
-    from grpolab.grpo.records import cached_census, census_stem
-    from grpolab.grpo.setup import load_policy
-    from grpolab.tasks.registry import get_task
+    from grpolab.labs.runner import CensusSpec, PlannedRun, Runner
 
     config.validate()
     if config.completion_budget is None:
         raise ValueError("a remedy run needs --completion-budget (arms compare at a fixed "
                          "budget)")
-    task = remedy_task(config, remedy)
-    prompts, _ = training_prompts(config, task)
-    inputs = census_inputs(config)
-
-    def measure(samples: int) -> np.ndarray:
-        model, tokenizer, _ = load_policy(config, cache_dir, torch.device(config.device))
-        base = get_task(config.task, **config.task_kwargs)  # the census counts exact matches
-        return pass_rate_census(model, tokenizer, base, prompts, samples=samples,
-                                temperature=config.temperature, top_p=config.top_p,
-                                max_new_tokens=config.max_completion_length,
-                                seed=config.seed if config.census_seed is None
-                                else config.census_seed)
-
-    census = cached_census(census_stem(cache_dir, inputs), inputs, measure,
-                           samples=config.pass_rate_window_size, rows=len(prompts))
-    census = census[:, :config.pass_rate_window_size]
-    return train(config, out_dir, cache_dir=cache_dir, census=census,
-                 batches=make_source(remedy), task=task, progress=progress, extra=extra)
+    run = PlannedRun(name=os.fspath(out_dir), config=config, folder=os.fspath(out_dir),
+                     census=CensusSpec(config.pass_rate_window_size,
+                                       config.seed if config.census_seed is None
+                                       else config.census_seed, keyed_by_width=True),
+                     batches=partial(make_source, remedy), task=partial(remedy_task, config,
+                                                                          remedy),
+                     extra=dict(extra or {}))
+    with Runner(out_dir, cache_dir=cache_dir, progress=progress, log=lambda m: None) as runner:
+        return runner.run([run], runner.check([run]))[run.name]

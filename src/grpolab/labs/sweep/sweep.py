@@ -4,7 +4,9 @@ Layout of ``out/``::
 
     sweep.json                     preset, grpolab version, git commit, device
     cache/warmstart-<hash>/        the shared warm start (safetensors)
-    census-d<levels>.npy           pass/fail of the warm start, n samples per training prompt
+    cache/census-<hash>.npy        pass/fail of the warm start, n samples per training prompt,
+                                   under its one key (grpolab.labs.runner.census_inputs)
+    census-d<levels>.npy           the same census under a readable name (reports read it)
     gradient_noise.json            gradient noise vs G at the warm start
     runs/<regime>/G<G>-seed<s>/    log.jsonl + summary.json of one run
     summary.json                   every run's summary + aggregates + verdicts
@@ -34,10 +36,9 @@ import numpy as np
 
 from grpolab import _files
 from grpolab.grpo.config import training_prompts
-from grpolab.grpo.measure import gradient_noise, pass_rate_census
+from grpolab.grpo.measure import gradient_noise
 from grpolab.grpo.records import (
     CorruptFileError,
-    cached_census,
     finished_run,
     provenance,
     read_json,
@@ -48,7 +49,8 @@ from grpolab.grpo.records import (
 from grpolab.labs.common import CENSUS_SEED
 from grpolab.labs.sweep.presets import SweepPreset
 
-__all__ = ["run_sweep", "aggregate", "regime_verdicts", "census_path", "PRIMARY_METRIC"]
+__all__ = ["run_sweep", "plan_sweep", "aggregate", "regime_verdicts", "census_path",
+           "PRIMARY_METRIC"]
 
 # steps.csv keeps every STEP_STRIDE-th step of every run, these columns (small enough to commit)
 STEP_STRIDE = 5
@@ -79,37 +81,15 @@ def census_path(out: str, regime) -> str:
     return _census_stem(out, regime) + ".npy"
 
 
-def census_width(preset: SweepPreset) -> int:
-    """Samples per prompt of the sweep's census (at least every run's census_samples)."""
+def census_width(preset: SweepPreset, configs=None) -> int:
+    """Samples per prompt of the sweep's census (at least every run's census_samples);
+    ``configs``: the sweep's run configs, when already built."""
     floor = CENSUS_MIN_SAMPLES if preset.config.model == "tiny" else 16
-    windows = [preset.run_config(r, G, preset.seeds[0]).pass_rate_window_size
-               for r in preset.regimes for G in preset.group_sizes]
+    if configs is None:
+        configs = [preset.run_config(r, G, preset.seeds[0])
+                   for r in preset.regimes for G in preset.group_sizes]
+    windows = [c.pass_rate_window_size for c in configs]
     return max(floor, 2 * max(preset.group_sizes), *windows)
-
-
-def _census_inputs(config) -> dict:
-    """What a census depends on, besides its width (recorded beside it)."""
-    return {"warmstart_key": config.warmstart_key, "model": config.model, "task": config.task,
-            "task_kwargs": config.task_kwargs, "train_difficulties": config.train_difficulties,
-            "max_train_prompts": config.max_train_prompts, "temperature": config.temperature,
-            "top_p": config.top_p, "max_completion_length": config.max_completion_length,
-            "seed": CENSUS_SEED}
-
-
-def _census(out: str, preset: SweepPreset, regime, model, tokenizer, task, config,
-            finished: int = 0, log=print) -> np.ndarray:
-    """Pass/fail of the warm start on every training prompt of the regime (the one census
-    cache, :func:`grpolab.grpo.records.cached_census`, in ``out``)."""
-    prompts = training_prompts(config, task)[0]
-
-    def make(samples: int) -> np.ndarray:
-        return pass_rate_census(model, tokenizer, task, prompts, samples=samples,
-                                temperature=config.temperature, top_p=config.top_p,
-                                max_new_tokens=config.max_completion_length, seed=CENSUS_SEED)
-
-    return cached_census(_census_stem(out, regime), _census_inputs(config), make,
-                         samples=census_width(preset), rows=len(prompts), frozen=finished > 0,
-                         log=log)
 
 
 def _noise_made_from(preset: SweepPreset, config) -> dict:
@@ -308,11 +288,29 @@ _SWEEP_RECORD = _F("object", extra_keys=True, fields={
 })
 
 
-def check_resume(out: str, preset: SweepPreset) -> dict[str, int]:
+def plan_sweep(out: str, preset: SweepPreset) -> list:
+    """The sweep as a plan for :class:`grpolab.labs.runner.Runner`: one run per (regime, G,
+    seed), each config built and validated once, every run's census the regime's wide one
+    (:func:`census_width` samples, seed ``CENSUS_SEED``, alias ``census-d<levels>``)."""
+    from grpolab.labs.runner import CensusSpec, PlannedRun
+
+    configs = {(r.name, G, s): preset.run_config(r, G, s)
+               for r in preset.regimes for G in preset.group_sizes for s in preset.seeds}
+    width = census_width(preset, configs.values())
+    return [PlannedRun(name=f"{regime.name} G={G} seed={seed}",
+                       config=configs[(regime.name, G, seed)],
+                       folder=_run_dir(out, regime, G, seed),
+                       census=CensusSpec(width, CENSUS_SEED, alias=_census_stem(out, regime)),
+                       extra={"regime": regime.name, "mode": regime.mode}, check_log=True)
+            for regime in preset.regimes for G in preset.group_sizes for seed in preset.seeds]
+
+
+def check_resume(out: str, preset: SweepPreset, runner, plan: list) -> dict:
     """Compare ``preset`` with the sweep already in ``out`` without writing anything; return
-    the number of finished runs per regime. Refused: another preset, a finished run of
-    another config or warm start (:func:`grpolab.grpo.records.finished_run`), or finished
-    runs made with another thread count (which gives another warm start)."""
+    the finished runs (name -> summary, :meth:`grpolab.labs.runner.Runner.check`). Refused:
+    another preset, a finished run of another config or warm start
+    (:func:`grpolab.grpo.records.finished_run`), or finished runs made with another thread
+    count (which gives another warm start)."""
     import torch
 
     meta_path = os.path.join(out, "sweep.json")
@@ -323,34 +321,31 @@ def check_resume(out: str, preset: SweepPreset) -> dict[str, int]:
                          f"{preset.name!r}; use another --out")
     threads = meta.get("torch_threads")
     _check_measurements(out, preset)  # damaged files: refused now, before the warm start
-    finished: dict[str, int] = {}
-    for regime in preset.regimes:
-        for G in preset.group_sizes:
-            for seed in preset.seeds:
-                run_dir = _run_dir(out, regime, G, seed)
-                if (threads is not None and threads != torch.get_num_threads()
-                        and str(meta.get("device", "cpu")).startswith("cpu")
-                        and os.path.isfile(os.path.join(run_dir, "summary.json"))):
-                    raise ValueError(f"--threads {torch.get_num_threads()}: the finished runs "
-                                     f"in {out} were made with {threads} torch thread(s), which "
-                                     f"give another warm start; rerun with --threads {threads} "
-                                     "or use another --out")
-                if finished_run(run_dir, preset.run_config(regime, G, seed), check_log=True):
-                    finished[regime.name] = finished.get(regime.name, 0) + 1
-    return finished
+    if (threads is not None and threads != torch.get_num_threads()
+            and str(meta.get("device", "cpu")).startswith("cpu")
+            and any(os.path.isfile(os.path.join(r.folder, "summary.json")) for r in plan)):
+        raise ValueError(f"--threads {torch.get_num_threads()}: the finished runs in {out} "
+                         f"were made with {threads} torch thread(s), which give another warm "
+                         f"start; rerun with --threads {threads} or use another --out")
+    return runner.check(plan)
 
 
-def run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bool = True,
-              log=print) -> dict:
+def run_sweep(preset: SweepPreset, out, *, progress: bool = True, plots: bool = True,
+              log=print, workers: int = 1, executor: str = "local",
+              address: str | None = None) -> dict:
     """Run (or resume) every (regime, G, seed) of ``preset`` into ``out``; return the summary.
 
-    ``out`` is locked before any other work (:func:`grpolab.grpo.records.output_lock`), so
-    a second sweep on it is refused at once, naming the first one's pid."""
-    from grpolab.grpo.records import output_lock
+    ``out`` is a folder or a :class:`grpolab.labs.runner.Runner` already holding its lock;
+    the lock is taken before any other work, so a second sweep on it is refused at once,
+    naming the first one's pid. ``workers`` runs train side by side in processes (or on a
+    Ray cluster, ``executor="ray"`` at ``address``), with results bit for bit those of one
+    worker."""
+    from grpolab.labs.runner import Runner
 
-    with output_lock(os.fspath(out)):
+    with Runner.of(out, progress=progress, log=log) as runner:
         check_memory(preset)
-        return _run_sweep(preset, out, progress=progress, plots=plots, log=log)
+        return _run_sweep(preset, runner, plots=plots, workers=workers, executor=executor,
+                          address=address)
 
 
 def check_memory(preset: SweepPreset) -> None:
@@ -370,80 +365,61 @@ def check_memory(preset: SweepPreset) -> None:
                         f"at most {memory.largest_fitting(8 * params)} batches fit")
 
 
-def _run_sweep(preset: SweepPreset, out: str, *, progress: bool = True, plots: bool = True,
-               log=print) -> dict:
+def _run_sweep(preset: SweepPreset, runner, *, plots: bool, workers: int, executor: str,
+               address: str | None) -> dict:
     import torch
-    from tqdm.auto import tqdm
 
-    from grpolab.grpo.backends import train
-    from grpolab.grpo.records import output_lock
     from grpolab.grpo.setup import load_policy
     from grpolab.models.device import resolve_device
     from grpolab.tasks.registry import get_task
 
-    out = os.fspath(out)
+    out, log = runner.out, runner.log
     preset.check_prompts()
     device = resolve_device(preset.config.device)
     if preset.torch_threads and device.type == "cpu":
         torch.set_num_threads(preset.torch_threads)
-    with output_lock(out):
-        # 0. compare with what ``out`` holds before writing anything
-        finished = check_resume(out, preset)
-        write_json_atomic(os.path.join(out, "sweep.json"), {
-            "preset_name": preset.name, "preset": preset.to_dict(), **provenance(device),
-            "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-        cache = os.path.join(out, "cache")
-        start = time.time()
-        task = get_task(preset.config.task, **preset.config.task_kwargs)
-        policies: dict = {}  # each regime's starting policy (usually one warm start for all)
+    # 0. the plan, compared with what ``out`` holds before writing anything
+    plan = plan_sweep(out, preset)
+    finished = check_resume(out, preset, runner, plan)
+    write_json_atomic(os.path.join(out, "sweep.json"), {
+        "preset_name": preset.name, "preset": preset.to_dict(), **provenance(device),
+        "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    start = time.time()
 
-        # 1. census of pass rates and the gradient-noise measurement at each regime's starting
-        #    policy (the warm start, trained once and cached), each rebuilt when it was made
-        #    from other inputs
-        censuses = {}
+    # 1. the gradient-noise measurement at each regime's starting policy (the warm start,
+    #    trained once and cached), rows made from other inputs measured again
+    if preset.noise_batches >= 2:
+        task = get_task(preset.config.task, **preset.config.task_kwargs)
         noise_path = os.path.join(out, "gradient_noise.json")
         noise = _read_noise(noise_path)
+        policies: dict = {}  # each regime's starting policy (usually one warm start for all)
         for regime in preset.regimes:
             cfg = preset.run_config(regime, preset.group_sizes[0], preset.seeds[0])
             which = (cfg.model, cfg.warmstart_key)
             if which not in policies:
-                policies[which] = load_policy(cfg, cache, device, progress)[:2]
+                policies[which] = load_policy(cfg, runner.cache_dir, device,
+                                              runner.progress)[:2]
                 log(f"starting policy of regime {regime.name} ready after "
                     f"{time.time() - start:.0f} s")
             model, tokenizer = policies[which]
-            sharing = sum(finished.get(r.name, 0) for r in preset.regimes
-                          if census_path(out, r) == census_path(out, regime))
-            censuses[regime.name] = _census(out, preset, regime, model, tokenizer, task, cfg,
-                                            sharing, log)
-            if preset.noise_batches >= 2:
-                rows, measured = _noise_rows(preset, regime, model, tokenizer, task,
-                                             noise.get(regime.name, []))
-                if measured or regime.name not in noise:
-                    noise[regime.name] = rows
-                    write_json_atomic(noise_path, noise)
-        log(f"census and gradient noise ready after {time.time() - start:.0f} s")
-        del model, policies
+            rows, measured = _noise_rows(preset, regime, model, tokenizer, task,
+                                         noise.get(regime.name, []))
+            if measured or regime.name not in noise:
+                noise[regime.name] = rows
+                write_json_atomic(noise_path, noise)
+        log(f"gradient noise ready after {time.time() - start:.0f} s")
+        del policies
 
-        # 2. the runs, skipping finished ones (checked against their config by check_resume)
-        jobs = [(r, G, s) for r in preset.regimes for G in preset.group_sizes for s in preset.seeds]
-        bar = tqdm(jobs, desc=f"sweep {preset.name}", disable=not progress)
-        for regime, G, seed in bar:
-            run_dir = _run_dir(out, regime, G, seed)
-            if os.path.isfile(os.path.join(run_dir, "summary.json")):
-                continue
-            bar.set_postfix_str(f"{regime.name} G={G} seed={seed}")
-            cfg = preset.run_config(regime, G, seed)
-            census = censuses[regime.name][:, :cfg.pass_rate_window_size]  # census_samples wide
-            train(cfg, run_dir, cache_dir=cache, census=census, progress=progress,
-                  extra={"regime": regime.name, "mode": regime.mode})
-        summary = aggregate(out, preset)
-        summary["seconds_this_invocation"] = time.time() - start
-        write_json_atomic(os.path.join(out, "summary.json"), summary)
-        from grpolab.labs.sweep.compute_axis import compute_axis
+    # 2. the censuses (one key each) and the runs not finished, through the one runner
+    runner.run(plan, finished, workers=workers, executor=executor, address=address)
+    summary = aggregate(out, preset)
+    summary["seconds_this_invocation"] = time.time() - start
+    write_json_atomic(os.path.join(out, "summary.json"), summary)
+    from grpolab.labs.sweep.compute_axis import compute_axis
 
-        compute_axis(out, preset)
-        if plots:
-            from grpolab.labs.sweep.report import plot_sweep
+    compute_axis(out, preset)
+    if plots:
+        from grpolab.labs.sweep.report import plot_sweep
 
-            plot_sweep(out)
-        return summary
+        plot_sweep(out)
+    return summary
