@@ -107,3 +107,21 @@ def test_runs_with_one_pool_key_train_once(tmp_path, tiny_cache, monkeypatch):
 def test_workers_must_be_positive(tmp_path):
     with Runner(tmp_path / "out") as runner, pytest.raises(ValueError, match="--workers"):
         runner.run([], {}, workers=0)
+
+
+def test_a_pooled_run_with_a_link_is_never_copied(tmp_path):
+    """A pool folder whose log.jsonl is a link to a private file is refused, not copied
+    (issue 36: copies never follow links out of their source)."""
+    from grpolab._paths import OutputPathError
+    from grpolab.labs import runner
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("private\n")
+    pooled = tmp_path / "pool" / "key"
+    pooled.mkdir(parents=True)
+    (pooled / "log.jsonl").symlink_to(secret)
+    (pooled / "summary.json").write_text("{}")
+    dst = tmp_path / "out" / "run"
+    with pytest.raises(OutputPathError, match="symbolic link"):
+        runner._copy_run(str(pooled), str(dst), {})
+    assert not (dst / "log.jsonl").exists()

@@ -364,8 +364,12 @@ def _write_alias(alias: str, stem: str, census, inputs: dict, log) -> None:
 
 
 def _copy_run(src: str, dst: str, extra: dict) -> None:
-    """Copy a finished run (log, then summary last) and relabel it with ``extra``."""
+    """Copy a finished run (log, then summary last) and relabel it with ``extra``; a source
+    with a symbolic link in it is refused (a copy never follows a link out of the pool)."""
     from grpolab._files import read_text
+    from grpolab._paths import check_no_links
+
+    check_no_links(src, "--pool")
     from grpolab.grpo.records import RUN_SUMMARY, read_json, write_json_atomic, write_text_atomic
 
     fix = f"delete the folder {src} and rerun"
