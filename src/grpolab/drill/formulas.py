@@ -332,7 +332,7 @@ FORMULAS: tuple[Formula, ...] = (
     F("loss_token_weights", "Per-token weight of each loss_type",
       r"w_i = \tfrac{1}{n\lvert o_i\rvert}\ (\texttt{grpo}),\ "
       r"\tfrac{1}{\sum_j \lvert o_j\rvert}\ (\texttt{dapo}, \texttt{bnpo}),\ "
-      r"\tfrac{1}{n L_{\max}}\ (\texttt{dr\_grpo})",
+      r"\tfrac{1}{n L_{\max}}\ (\texttt{dr_grpo})",
       "n and Σ|oⱼ| count zero-variance groups too; grpo favours short right answers.",
       "theory/09-loss-aggregation", "Four ways to average the tokens", on_sheet=True),
     F("informative_share", "How G enters the normaliser",
