@@ -243,8 +243,7 @@ FORMULAS: tuple[Formula, ...] = (
     F("clip_ratio_ceiling", "Where the clip stops a token's own push",
       r"\pi_{\mathrm{stop}} = "
       r"\min\big(1,\ (1+\varepsilon_{\mathrm{high}})\,\pi_{\mathrm{old}}\big)",
-      "Past it the token's own term stops pushing (A > 0); not a bound: other tokens' terms "
-      "can carry it further. Small for rare tokens; clip-higher (0.28) raises it.",
+      "Where a token's own term stops pushing (not a bound); clip-higher (0.28) raises it.",
       _EN, "Clip-higher", on_sheet=True),
     # -- cost -----------------------------------------------------------------------------
     F("sampling_cost", "Work of one sampling step",
@@ -338,8 +337,7 @@ FORMULAS: tuple[Formula, ...] = (
       "theory/09-loss-aggregation", "Four ways to average the tokens", on_sheet=True),
     F("informative_share", "How G enters the normaliser",
       r"s(G) = \frac1J\sum_{j=1}^J \big[1 - p_j^G - (1-p_j)^G\big]",
-      "Share of the batch with signal; rises with G. It sets the step's noise, not its "
-      "mean: without std, E[ĝ] = ((G−1)/G)∇J for any share.",
+      "Share of the batch with signal: it sets the step's noise, not its mean.",
       "theory/09-loss-aggregation", "How G enters the normaliser", on_sheet=True),
     F("sequence_importance_ratio", "GSPO's sequence-level ratio",
       r"s_i = \Big(\frac{\pi_\theta(o_i)}{\pi_{\text{old}}(o_i)}\Big)^{1/\lvert o_i\rvert}"
@@ -348,8 +346,7 @@ FORMULAS: tuple[Formula, ...] = (
       "theory/09-loss-aggregation", "GSPO: one ratio per sequence"),
     F("clipped_probability_bound", "Clip-higher",
       r"\pi_{\text{stop}} = \min\big(1,\ (1 + \varepsilon_{\text{high}})\,\pi_{\text{old}}\big)",
-      "The token's own term stops pushing at ρ > 1 + ε_high: 0.01 → 0.012 at ε = 0.2, 0.0128 "
-      "at 0.28 (DAPO). Not a ceiling: other terms can push it past.",
+      "Own push stops at ρ > 1 + ε_high: 0.01 → 0.012 (ε = 0.2), 0.0128 (0.28). Not a bound.",
       "theory/10-dapo", "Clip-higher and entropy collapse", on_sheet=True),
     F("soft_overlong_penalty", "Soft overlong punishment",
       r"R_{\text{len}}(\ell) = \mathrm{clip}\Big(\frac{L_{\max} - L_{\text{cache}} - \ell}"
@@ -493,16 +490,11 @@ def render_sheet() -> str:
                  "|---|---|---|---|\n")
     for r in RECIPES:
         parts.append(f"| {r.name} | {r.G} | {_cell(r.settings)} | {_cell(r.source)} |\n")
-    parts.append("\nNone of these papers ablates G; at a fixed budget, studies that vary it "
-                 "find small differences (ScaleRL, arXiv 2510.13786; arXiv 2603.01162).\n")
-    parts.append("\n## How to choose G\n\n"
-                 "At a fixed budget per step the zero-variance share falls with G, but so do "
-                 "informative groups per completion: start at TRL's 8, prefer the G with the most "
-                 "informative prompts per step, and let measured noise constants weigh signal "
-                 "quality, G\\* = 1 + √(c₃/c₁). Hard, coverage-limited pools push it up "
-                 "(≈ 1 + 1/√p̄); filter or give hard prompts adaptive G first. Along total "
-                 "compute the best G grows, then saturates (IsoCompute, arXiv 2603.12151): small "
-                 "G at low compute. Procedure: {doc}`capstone <../capstone/01-choosing-g>`.\n")
+    parts.append("\nNone of these papers ablates G. **Choosing G** ({doc}`capstone "
+                 "<../capstone/01-choosing-g>`): small differences at a fixed budget (ScaleRL; "
+                 "arXiv 2603.01162); informative groups per completion fall with G, so start at "
+                 "8; noise constants give G\\* = 1 + √(c₃/c₁); raise G for hard pools "
+                 "(≈ 1 + 1/√p̄) and as total compute grows (IsoCompute).\n")
     parts.append("\n## Five common wrong answers\n\n| Wrong answer | Why it is wrong |\n"
                  "|---|---|\n")
     for item in sheet_wrong_answers():
