@@ -490,11 +490,10 @@ def render_sheet() -> str:
                  "|---|---|---|---|\n")
     for r in RECIPES:
         parts.append(f"| {r.name} | {r.G} | {_cell(r.settings)} | {_cell(r.source)} |\n")
-    parts.append("\nNone of these papers ablates G. **Choosing G** ({doc}`capstone "
-                 "<../capstone/01-choosing-g>`): small differences at a fixed budget (ScaleRL; "
-                 "arXiv 2603.01162); informative groups per completion fall with G, so start at "
-                 "8; noise constants give G\\* = 1 + √(c₃/c₁); raise G for hard pools "
-                 "(≈ 1 + 1/√p̄) and as total compute grows (IsoCompute).\n")
+    parts.append("\n**Choosing G** ({doc}`capstone <../capstone/01-choosing-g>`): none of these "
+                 "ablates G; start at 8 (informative groups per completion fall with G), "
+                 "G\\* = 1 + √(c₃/c₁) from noise constants, larger for hard pools (≈ 1 + 1/√p̄) "
+                 "and as total compute grows (IsoCompute).\n")
     parts.append("\n## Five common wrong answers\n\n| Wrong answer | Why it is wrong |\n"
                  "|---|---|\n")
     for item in sheet_wrong_answers():
