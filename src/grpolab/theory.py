@@ -984,11 +984,12 @@ def informative_share(pass_rates, G):
     """Expected share of a step's loss normaliser that carries an advantage.
 
     Every TRL ``loss_type`` averages over the whole batch, zero-variance groups included, so
-    the step is this share times the step over informative groups alone. With completion
-    lengths independent of the rewards, for prompts drawn from the listed pass rates,
+    a realised step is this share times the step over informative groups alone. With
+    completion lengths independent of the rewards, for prompts drawn from the listed pass rates,
 
-    Equation: s(G) = (1/J) Σ_j [1 − p_j^G − (1 − p_j)^G], which rises with G: at a fixed
-    learning rate a larger G takes larger steps.
+    Equation: s(G) = (1/J) Σ_j [1 − p_j^G − (1 − p_j)^G], which rises with G. It does not
+    scale the expected step: without std division E[ĝ] = ((G − 1)/G) ∇J for any share, since
+    an informative group's gradient is larger by 1/η on average; the share sets the noise.
 
     Derived in: book/theory/09-loss-aggregation.md, "How G enters the normaliser".
     """
@@ -1017,12 +1018,14 @@ def sequence_importance_ratio(log_ratio_sum, length):
 
 
 def clipped_probability_bound(p_old, epsilon_high):
-    """The largest probability a token can reach before PPO's upper clip stops its gradient.
+    """The probability past which a token's own clipped term stops pushing it up.
 
-    For a positive advantage the clipped surrogate is flat once ρ = π/π_old > 1 + ε_high, so
+    For a positive advantage the token's own clipped surrogate is flat once ρ = π/π_old >
+    1 + ε_high, so
 
-    Equation: π_max = min(1, (1 + ε_high) · π_old). A token at π_old = 0.01 can reach 0.012
-    with ε = 0.2 and 0.0128 with DAPO's ε_high = 0.28; one at 0.9 is not held back at all.
+    Equation: π_stop = min(1, (1 + ε_high) · π_old): 0.012 at π_old = 0.01 with ε = 0.2 and
+    0.0128 with DAPO's ε_high = 0.28; a token at 0.9 is not held back at all. It is not a
+    bound: other tokens' terms move the shared logits and can carry the token past it.
 
     Derived in: book/theory/10-dapo.md, "Clip-higher and entropy collapse".
     """
@@ -1624,12 +1627,13 @@ def expected_entropy_change(probs, mean_step, step_covariance):
 
 
 def clip_ratio_ceiling(p_old, epsilon_high):
-    """The largest probability a token with a positive advantage can be pushed to within one
-    rollout's PPO-clipped updates.
+    """The probability past which a token with a positive advantage stops being pushed up by
+    its own PPO-clipped term within one rollout's updates.
 
-    Equation: π_new ≤ min(1, (1 + ε_high) π_old): past the ratio 1 + ε_high the clipped
-    objective has no gradient for that token. The absolute headroom ε_high·π_old is tiny
-    for the rare tokens exploration needs; DAPO's clip-higher raises ε_high from 0.2 to 0.28.
+    Equation: π_stop = min(1, (1 + ε_high) π_old): past the ratio 1 + ε_high the token's own
+    clipped term has no gradient. Not a bound: other tokens' terms and the shared softmax can
+    carry it further. The headroom ε_high·π_old is tiny for the rare tokens exploration needs;
+    DAPO's clip-higher raises ε_high from 0.2 to 0.28.
 
     Derived in: book/theory/13-entropy.md, "Clip-higher".
     """

@@ -554,9 +554,9 @@ def _normaliser_readouts(a, b, G):
 
     return {
         "zero-variance fraction E[p^G + (1−p)^G]": theory.beta_zero_variance_probability(G, a, b),
-        "step scale s(G)": share(G),
-        "s(G) / s(2): step relative to G = 2": share(G) / share(2),
-        "s(32) / s(G): how much larger G = 32's step is": share(32) / share(G),
+        "informative share s(G)": share(G),
+        "s(G) / s(2): live share relative to G = 2": share(G) / share(2),
+        "s(32) / s(G): live share at G = 32 relative to G": share(32) / share(G),
     }
 
 
@@ -691,8 +691,9 @@ EXPLORERS: dict[str, Explorer] = {e.key: e for e in [
                  _g_slider(8, tuple(range(2, 65)))),
         curve_sliders=("a", "b"), marker="G",
         curves=_normaliser_curves, readouts=_normaliser_readouts,
-        caption="Zero-variance groups count in every TRL loss_type's denominator, so at a "
-                "fixed learning rate the step scales with s(G) = E[1 − p^G − (1 − p)^G].",
+        caption="Zero-variance groups count in every TRL loss_type's denominator: a step's "
+                "live share is s(G) = E[1 − p^G − (1 − p)^G]. It sets the step's noise; "
+                "the expected step does not scale with it.",
     ),
     Explorer(
         key="overlong-truncation",

@@ -763,8 +763,9 @@ def _build() -> dict[str, Exercise]:
         "step smaller than the same step computed over the 24 informative groups alone?",
         "The zero-variance groups add 0 to the numerator but $40 \\cdot 4 \\cdot 10$ tokens "
         "to the denominator: the factor is $24/64 = 0.375$, the informative share "
-        "$s$ of ch. 09. It grows with G, so at a fixed learning rate a larger G takes larger "
-        "steps.",
+        "$s$ of ch. 09. That is this step, not the expected one: without std division the "
+        "expected step is $(G-1)/G$ times the gradient for any share, since an informative "
+        "group's gradient is larger by $1/s$ on average (ch. 09).",
         answer=round(share, 4), wrong_answer=0.625,
         checker=numeric(share, rel=0.005,
                         why="s = informative tokens / all tokens = 960/2560 = 0.375.",

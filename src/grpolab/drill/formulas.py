@@ -240,10 +240,10 @@ FORMULAS: tuple[Formula, ...] = (
       r"\mathrm{tr}(\nabla^2 H\, C)\big)",
       "m = E[Δz], C = Cov(Δz); the noise term shrinks with G at a fixed learning rate.",
       _EN, "Noise lowers the entropy", on_sheet=True),
-    F("clip_ratio_ceiling", "The clip ceiling",
-      r"\pi_{\mathrm{new}} \le "
+    F("clip_ratio_ceiling", "Where the clip stops a token's own push",
+      r"\pi_{\mathrm{stop}} = "
       r"\min\big(1,\ (1+\varepsilon_{\mathrm{high}})\,\pi_{\mathrm{old}}\big)",
-      "Rare tokens gain little per rollout; clip-higher (0.28) widens it.",
+      "Where a token's own term stops pushing (not a bound); clip-higher (0.28) raises it.",
       _EN, "Clip-higher", on_sheet=True),
     # -- cost -----------------------------------------------------------------------------
     F("sampling_cost", "Work of one sampling step",
@@ -332,12 +332,12 @@ FORMULAS: tuple[Formula, ...] = (
     F("loss_token_weights", "Per-token weight of each loss_type",
       r"w_i = \tfrac{1}{n\lvert o_i\rvert}\ (\texttt{grpo}),\ "
       r"\tfrac{1}{\sum_j \lvert o_j\rvert}\ (\texttt{dapo}, \texttt{bnpo}),\ "
-      r"\tfrac{1}{n L_{\max}}\ (\texttt{dr\_grpo})",
+      r"\tfrac{1}{n L_{\max}}\ (\texttt{dr_grpo})",
       "n and Σ|oⱼ| count zero-variance groups too; grpo favours short right answers.",
       "theory/09-loss-aggregation", "Four ways to average the tokens", on_sheet=True),
     F("informative_share", "How G enters the normaliser",
       r"s(G) = \frac1J\sum_{j=1}^J \big[1 - p_j^G - (1-p_j)^G\big]",
-      "The step's scale at a fixed lr; it grows with G, a confound in any G comparison.",
+      "Share of the batch with signal: it sets the step's noise, not its mean.",
       "theory/09-loss-aggregation", "How G enters the normaliser", on_sheet=True),
     F("sequence_importance_ratio", "GSPO's sequence-level ratio",
       r"s_i = \Big(\frac{\pi_\theta(o_i)}{\pi_{\text{old}}(o_i)}\Big)^{1/\lvert o_i\rvert}"
@@ -345,8 +345,8 @@ FORMULAS: tuple[Formula, ...] = (
       "The geometric mean of the token ratios; one clip per completion (arXiv 2507.18071).",
       "theory/09-loss-aggregation", "GSPO: one ratio per sequence"),
     F("clipped_probability_bound", "Clip-higher",
-      r"\pi_{\max} = \min\big(1,\ (1 + \varepsilon_{\text{high}})\,\pi_{\text{old}}\big)",
-      "The upper clip caps rare tokens: 0.01 → 0.012 at ε = 0.2, 0.0128 at 0.28 (DAPO).",
+      r"\pi_{\text{stop}} = \min\big(1,\ (1 + \varepsilon_{\text{high}})\,\pi_{\text{old}}\big)",
+      "Own push stops at ρ > 1 + ε_high: 0.01 → 0.012 (ε = 0.2), 0.0128 (0.28). Not a bound.",
       "theory/10-dapo", "Clip-higher and entropy collapse", on_sheet=True),
     F("soft_overlong_penalty", "Soft overlong punishment",
       r"R_{\text{len}}(\ell) = \mathrm{clip}\Big(\frac{L_{\max} - L_{\text{cache}} - \ell}"
@@ -490,8 +490,10 @@ def render_sheet() -> str:
                  "|---|---|---|---|\n")
     for r in RECIPES:
         parts.append(f"| {r.name} | {r.G} | {_cell(r.settings)} | {_cell(r.source)} |\n")
-    parts.append("\nNone of these papers ablates G; at a fixed budget, studies that vary it "
-                 "find small differences (ScaleRL, arXiv 2510.13786; arXiv 2603.01162).\n")
+    parts.append("\n**Choosing G** ({doc}`capstone <../capstone/01-choosing-g>`): none of these "
+                 "ablates G; start at 8 (informative groups per completion fall with G), "
+                 "G\\* = 1 + √(c₃/c₁) from noise constants, larger for hard pools (≈ 1 + 1/√p̄) "
+                 "and as total compute grows (IsoCompute).\n")
     parts.append("\n## Five common wrong answers\n\n| Wrong answer | Why it is wrong |\n"
                  "|---|---|\n")
     for item in sheet_wrong_answers():

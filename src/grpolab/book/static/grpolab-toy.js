@@ -829,7 +829,7 @@
     this.grid = grid;
     this.figs = {};
     [["curves", "Learning curves: mean pass rate over all prompts (95% band over seeds)"],
-     ["final", "Final pass rate against G, with the predicted G* = \u221a(c\u2083/c\u2081)"],
+     ["final", "Final pass rate against G, with the predicted G* = 1 + \u221a(c\u2083/c\u2081)"],
      ["zero_variance", "Zero-variance groups over training: observed (solid) and p^G + (1\u2212p)^G (dashed)"],
      ["buckets", "Final pass rate per difficulty bucket (starting pass rate p\u2080)"]].forEach(function (f) {
       var fig = h("div", "grpolab-toy-figure", grid);
@@ -1014,7 +1014,7 @@
     var counts = [0, 0, 0, 0];
     ds.buckets.forEach(function (k) { counts[k]++; });
     var tr2 = h("tr", null, this.table);
-    h("th", null, tr2, "G* = \u221a(c\u2083/c\u2081) from the exact gradient MSE at the start");
+    h("th", null, tr2, "G* = 1 + \u221a(c\u2083/c\u2081) from the exact gradient MSE at the start");
     var td2 = h("td", null, tr2, isFinite(gs) ? fmt(gs, 3) + " (fitted on the unbiased RLOO gradient; c\u2081, c\u2082, c\u2083 = " +
       gstar.c.map(function (v) { return fmt(v, 3); }).join(", ") + ")" : "n/a");
     td2.setAttribute("data-role", "gstar");
