@@ -322,6 +322,8 @@ ROWS += [
         frozenset({"mean_G", "max_G"})),
     Row(allocation.two_sample_advantage, dict(r1=1.0, r2=0.0, ddof=1), pair_of(FINITE)),
     Row(allocation.zero_variance_persistence, dict(rates=[0.1, 0.5, 0.9], G=4), PROB),
+    Row(adv.leave_one_out_units, dict(G=[2, 8, 32], advantage_baseline="mean"),
+        in_range(1.0, 4.0)),
     Row(adv.back_out_beta, dict(zero_std_fraction=0.45, mean_reward=0.3, G=8), positive_pair),
     Row(adv.back_out_pass_rate, dict(zero_std_fraction=0.6, G=8), in_range(0.0, 0.5)),
     Row(adv.candidate_group_sizes, dict(max_G=64, budget=512),

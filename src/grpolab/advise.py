@@ -44,6 +44,7 @@ from grpolab._files import (
 from grpolab._validate import (
     MAX_COUNT,
     MAX_GROUP_SIZE,
+    as_group_size,
     as_integer_array,
     as_positive_int,
     as_probability,
@@ -940,10 +941,10 @@ def leave_one_out_units(G, advantage_baseline: str):
     Derived in: book/theory/02-baseline-variance.md ("the mean baseline is (G − 1)/G times
     the leave-one-out one"); the F1 finding of the referee report, book/labs/05.
     """
-    if advantage_baseline == "leave_one_out":
-        return np.ones_like(np.asarray(G, dtype=float))
-    if advantage_baseline == "mean":
-        G = np.asarray(G, dtype=float)
+    G = as_group_size(G, "G", minimum=2).astype(float)
+    if isinstance(advantage_baseline, str) and advantage_baseline == "leave_one_out":
+        return np.ones_like(G)
+    if isinstance(advantage_baseline, str) and advantage_baseline == "mean":
         return (G / (G - 1.0)) ** 2
     raise AdviseError(f"advantage_baseline must be 'mean' or 'leave_one_out', got "
                       f"{advantage_baseline!r}: the exact noise model describes no other")
