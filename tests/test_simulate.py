@@ -246,3 +246,14 @@ def test_kl_estimator_mc_is_finite_when_the_reference_probability_underflows():
     est = S.kl_estimator_mc(z.tolist(), z_ref.tolist(), n_samples=4000, seed=0)
     assert all(np.isfinite(e.mean) for e in est.values())
     assert abs(est["k1"].mean - exact) < 4 * est["k1"].stderr
+
+
+def test_entropy_change_mc_is_finite_when_a_probability_underflows():
+    """Logits 1e90 apart give an action of probability 0.0 in floating point: its log must
+    stay finite (log-softmax), not -inf and a NaN entropy (hypothesis found the case)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = S.entropy_change_mc([1e90, 0.0, -1e90], [1.0, 0.0, 0.0], 4, 0.5, n_trials=200)
+    assert np.isfinite(out["change"].mean) and np.isfinite(out["even"].mean)

@@ -801,20 +801,20 @@ def entropy_change_mc(logits, rewards, G: int, learning_rate: float, n_trials: i
     covariance η² :func:`grpolab.theory.loo_gradient_covariance`.
     """
     pi = _softmax(logits)
+    z0 = _log_softmax(logits)  # not log(pi): an underflowed probability has a finite log
     r_of = _rewards_for(rewards, pi.size)
     G = _group_size(G, minimum=2)
     eta = as_real_scalar(learning_rate, "learning_rate", minimum=0.0, maximum=1e3)
     T = as_positive_int(n_trials, "n_trials", minimum=2, maximum=MAX_DRAWS)
     _check_draws(T * G * pi.size, "n_trials × G × actions")
     K = pi.size
-    z0 = np.log(pi)
     a = _rng(seed).choice(K, size=(T, G), p=pi)
     r = r_of[a]
     adv = r - (r.sum(axis=1, keepdims=True) - r) / (G - 1)
     hits = np.bincount((np.arange(T)[:, None] * K + a).ravel(), weights=adv.ravel(),
                        minlength=T * K).reshape(T, K)
     g = (hits - adv.sum(axis=1, keepdims=True) * pi) / G
-    h_old = float(-np.sum(pi * np.log(pi)))
+    h_old = float(-np.sum(np.where(pi > 0, pi * z0, 0.0)))
 
     def delta(sign: float) -> np.ndarray:
         z = z0 + sign * eta * g
