@@ -301,7 +301,7 @@ ROWS += [
     Row(toy.unbiased_config, dict(config=CFG), lambda c: isinstance(c, toy.ToyConfig)),
     Row(toy.fixed_budget_sweep, dict(dataset=DS, config=CFG, Gs=[2, 4], seeds=[0, 1]),
         sweep_result, TOY_SIZES),
-    Row(adv.adaptive_allocation, dict(rates=[0.1, 0.5, 0.9], mean_G=4, min_G=2, max_G=8),
+    Row(allocation.adaptive_allocation, dict(rates=[0.1, 0.5, 0.9], mean_G=4, min_G=2, max_G=8),
         group_sizes, frozenset({"mean_G", "min_G", "max_G"})),
     Row(allocation.dr_grpo_group_variance, dict(p=[0.1, 0.5], n=[2, 8]), in_range(0.0, 0.25)),
     Row(allocation.rloo_group_variance, dict(p=[0.1, 0.5], n=[2, 8]), in_range(0.0, 0.25)),

@@ -26,6 +26,7 @@ numpy only, like :mod:`grpolab.theory`. Derived in: book/theory/14-adaptive-allo
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -44,6 +45,7 @@ __all__ = [
     "ALLOCATION_RULES",
     "AllocationRule",
     "DIFFICULTY_BINS",
+    "adaptive_allocation",
     "allocate",
     "allocation_by_bin",
     "allocation_objective",
@@ -56,6 +58,8 @@ __all__ = [
     "zero_variance_persistence",
 ]
 
+#: Most prompts one split may hold.
+MAX_PROMPTS = 10**7
 #: Most cells (prompts × budget units × group sizes) the exact dynamic program visits.
 MAX_DP_CELLS = 400_000_000
 #: Most completions the greedy path hands out one at a time (a heap operation each).
@@ -176,7 +180,8 @@ def allocate(rates, mean_G: int, rule: str = "informative", *, min_G: int = 2,
              max_G: int = 64) -> np.ndarray:
     """Per-prompt group sizes n_j that optimise ``rule`` at M · mean_G completions.
 
-    Rules whose gains fall with n (all but Dr. GRPO's variance) hand out the
+    The informative-groups rule takes the K largest gains at once
+    (:func:`adaptive_allocation`). The other rules whose gains fall with n hand out the
     K = M · (mean_G − min_G) extra completions one at a time to the largest gain, which is
     exact for them. Dr. GRPO's variance uses an exact dynamic program: best[b] is the best
     objective of the prompts seen so far with b extra completions spent; each prompt adds
@@ -186,12 +191,9 @@ def allocate(rates, mean_G: int, rule: str = "informative", *, min_G: int = 2,
     Derived in: book/theory/14-adaptive-allocation.md.
     """
     r = _rule(rule)
-    p = as_probability(rates, "rates").ravel()
-    if p.size == 0:
-        raise ValueError("rates must hold at least one pass rate")
-    min_G = as_positive_int(min_G, "min_G", minimum=2, maximum=MAX_GROUP_SIZE)
-    max_G = as_positive_int(max_G, "max_G", minimum=min_G, maximum=MAX_GROUP_SIZE)
-    mean_G = as_positive_int(mean_G, "mean_G", minimum=min_G, maximum=max_G)
+    p, mean_G, min_G, max_G = _checked_split(rates, mean_G, min_G, max_G, lowest_min_G=2)
+    if r.name == "informative":  # the exact threshold, without a loop over completions
+        return adaptive_allocation(p, mean_G, min_G=min_G, max_G=max_G)
     M, C = p.size, max_G - min_G
     K = M * (mean_G - min_G)
     if K == 0 or K == M * C:
@@ -243,6 +245,118 @@ def _greedy(p: np.ndarray, r: AllocationRule, K: int, min_G: int, max_G: int) ->
         if G[j] < max_G:
             heapq.heappush(heap, (-gain(j), j))
     return G
+
+
+def _checked_split(rates, mean_G, min_G, max_G, *, lowest_min_G: int):
+    """The pass rates and the three sizes of a split, checked once for every rule."""
+    p = as_probability(rates, "rates").ravel()
+    if not 1 <= p.size <= MAX_PROMPTS:
+        raise ValueError(f"rates must hold 1 to {MAX_PROMPTS} pass rates, got {p.size}")
+    min_G = as_positive_int(min_G, "min_G", minimum=lowest_min_G, maximum=MAX_GROUP_SIZE)
+    max_G = as_positive_int(max_G, "max_G", minimum=min_G, maximum=MAX_GROUP_SIZE)
+    mean_G = as_positive_int(mean_G, "mean_G", minimum=min_G, maximum=max_G)
+    return p, mean_G, min_G, max_G
+
+
+def adaptive_allocation(rates, mean_G: int, *, min_G: int = 2, max_G: int = 64):
+    """Per-prompt group sizes that maximise the expected informative groups at a budget.
+
+    Maximises Σ_j q(p_j, G_j), q = 1 − p^G − (1 − p)^G, subject to Σ_j G_j = M · mean_G and
+    min_G ≤ G_j ≤ max_G (so min_G ≤ mean_G ≤ max_G, all integers). The gain of one more
+    sample, Δ_j(g) = p^g(1 − p) + (1 − p)^g p, falls with g (q is concave in G), so handing
+    out the K = M·(mean_G − min_G) extra samples one at a time to the largest gain (the
+    greedy allocation) is optimal, and it is the same as giving each prompt every increment
+    whose gain is among the K largest of all M·(max_G − min_G). That threshold is found
+    without a loop over samples (:func:`_top_gains`): the result is exact, Σ_j G_j is
+    exactly M · mean_G, and 10⁶ prompts take well under a second. Returns the int64 G_j.
+
+    The "informative" rule of :func:`allocate`, which calls it. Derived in:
+    book/theory/14-adaptive-allocation.md, "The signal school", and
+    book/capstone/01-choosing-g.md (Knapsack RL, arXiv 2509.25849, in the same spirit).
+    """
+    p, mean_G, min_G, max_G = _checked_split(rates, mean_G, min_G, max_G, lowest_min_G=1)
+    M, C = p.size, max_G - min_G
+    K = M * (mean_G - min_G)
+    if K == 0 or K == M * C:
+        return np.full(M, mean_G, dtype=np.int64)
+    return min_G + _top_gains(p, min_G, C, K)
+
+
+#: Most bracketed increments :func:`_top_gains` sorts at once (memory: 24 bytes each).
+_GATHER_LIMIT = 2**22
+
+
+def _top_gains(p: np.ndarray, min_G: int, C: int, K: int) -> np.ndarray:
+    """How many of the C increments g = min_G … min_G + C − 1 each prompt gets when the K
+    largest gains Δ_j(g) are taken (ties: lower prompt index first, then lower g).
+
+    Δ_j decreases in g, so the increments a prompt gets are always its first ones, and for a
+    threshold λ the number of its gains above λ, n_j(λ), is found by a vectorised binary
+    search over g. λ* (the K-th largest gain) is bracketed from a fixed sample of gains,
+    the bracket is checked with two exact counts (widened until it holds), and only the
+    increments inside it are gathered and sorted.
+    """
+    M = p.size
+    with np.errstate(divide="ignore"):
+        lp, lq = np.log(p), np.log1p(-p)
+
+    def gain(rows, g):
+        a, b = (lp, lq) if rows is None else (lp[rows], lq[rows])
+        with np.errstate(invalid="ignore"):  # p ∈ {0, 1}: -inf + -inf, never a NaN (g ≥ 1)
+            return np.exp(g * a + b) + np.exp(g * b + a)
+
+    def above(lam: float) -> np.ndarray:  # n_j(λ): gains above λ, per prompt
+        if lam >= 1.0:
+            return np.zeros(M, dtype=np.int64)
+        if lam < 0.0:
+            return np.full(M, C, dtype=np.int64)
+        lo, hi = np.zeros(M, dtype=np.int64), np.full(M, C, dtype=np.int64)
+        while (lo < hi).any():
+            mid = (lo + hi) // 2
+            big = gain(None, min_G + mid) > lam
+            open_ = lo < hi
+            lo = np.where(open_ & big, mid + 1, lo)
+            hi = np.where(open_ & ~big, mid, hi)
+        return lo
+
+    # A bracket λ_lo < λ* ≤ λ_hi from quantiles of a fixed random sample of all gains.
+    rng = np.random.default_rng(0)
+    S = int(min(M * C, 2**18))
+    sample = np.sort(gain(rng.integers(M, size=S), min_G + rng.integers(C, size=S)))[::-1]
+    frac = K / (M * C)
+    margin = 4.0 * math.sqrt(S * frac * (1 - frac)) + 4.0
+    i_hi, i_lo = int(frac * S - margin), int(frac * S + margin)
+    lam_hi = float(sample[i_hi]) if i_hi >= 0 else 1.0  # all gains are <= 1/2 ...
+    lam_lo = float(sample[i_lo]) if i_lo < S else -1.0  # ... and >= 0
+    if lam_hi == lam_lo:  # a block of equal gains (equal rates, p in {0, 1}): λ* is it
+        lam_lo = float(np.nextafter(lam_hi, -np.inf))
+    n_hi, n_lo = above(lam_hi), above(lam_lo)
+    while n_hi.sum() > K:  # widen only the side that fails
+        i_hi = int(i_hi - 4 * margin)
+        lam_hi = float(sample[i_hi]) if i_hi >= 0 else 1.0
+        n_hi, margin = above(lam_hi), 4 * margin
+    while np.maximum(n_lo, n_hi).sum() < K:
+        i_lo = int(i_lo + 4 * margin)
+        lam_lo = float(sample[i_lo]) if i_lo < S else -1.0
+        n_lo, margin = above(lam_lo), 4 * margin
+    n_lo = np.maximum(n_lo, n_hi)  # a binary search over rounding noise stays consistent
+    need = K - int(n_hi.sum())
+    widths = n_lo - n_hi
+    if widths.sum() > max(_GATHER_LIMIT, 4 * M):  # all tied at λ*: first prompts first
+        before = np.cumsum(widths) - widths
+        return n_hi + np.clip(need - before, 0, widths)
+    rows = np.repeat(np.arange(M), widths)
+    starts = np.cumsum(widths) - widths
+    g = min_G + n_hi[rows] + (np.arange(rows.size) - starts[rows])
+    values = gain(rows, g)
+    if need == 0:
+        return n_hi
+    # the need-th largest value, then everything above it and the first of its ties
+    cut = np.partition(values, values.size - need)[values.size - need]
+    take = values > cut
+    ties = np.flatnonzero(values == cut)[:need - int(take.sum())]  # in (j, g) order
+    take[ties] = True
+    return n_hi + np.bincount(rows[take], minlength=M)
 
 
 #: Pass-rate bins for :func:`allocation_by_bin`: what each rule spends where.
