@@ -163,3 +163,16 @@ def test_bad_input_is_refused_in_one_line():
         allocate(np.full(20_000, 0.5), 32, "variance-dr-grpo", max_G=1024)
     with pytest.raises(ValueError):
         allocate([0.5, 1.5], 4)
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_each_objective_by_the_simulator_the_chapter_uses(rule):
+    """simulate.allocation_objective_mc, a per-trial sum over prompts, agrees with the
+    closed form on a mixed pool; a planted wrong closed form (the pool's other rule) fails."""
+    from grpolab import simulate
+
+    p, n = [0.05, 0.3, 0.5, 0.9], [3, 8, 5, 16]
+    mc = simulate.allocation_objective_mc(p, n, rule, n_groups=200_000, seed=1)
+    assert mc.agrees_with(allocation_objective(p, n, rule))
+    other = "first-success" if rule != "first-success" else "informative"
+    assert not mc.agrees_with(allocation_objective(p, n, other))

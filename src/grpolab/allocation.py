@@ -51,6 +51,7 @@ __all__ = [
     "allocation_objective",
     "dr_grpo_group_variance",
     "first_success_probability",
+    "get_rule",
     "knapsack_value",
     "non_degenerate_probability",
     "rloo_group_variance",
@@ -159,7 +160,8 @@ ALLOCATION_RULES: dict[str, AllocationRule] = {r.name: r for r in [
 ]}
 
 
-def _rule(rule: str, name: str = "rule") -> AllocationRule:
+def get_rule(rule: str, name: str = "rule") -> AllocationRule:
+    """The :class:`AllocationRule` called ``rule``, or a one-line refusal naming the rules."""
     if not isinstance(rule, str) or rule not in ALLOCATION_RULES:
         raise ValueError(f"{name}: unknown allocation rule {rule!r:.60}; choose from "
                          f"{', '.join(ALLOCATION_RULES)}")
@@ -168,7 +170,7 @@ def _rule(rule: str, name: str = "rule") -> AllocationRule:
 
 def allocation_objective(rates, group_sizes, rule: str) -> float:
     """The rule's objective Σ_j v(p_j, n_j) for given per-prompt group sizes (no sign)."""
-    r = _rule(rule)
+    r = get_rule(rule)
     p = as_probability(rates, "rates").ravel()
     n = as_group_size(group_sizes, "group_sizes", minimum=2).astype(float).ravel()
     if n.shape != p.shape:
@@ -190,7 +192,7 @@ def allocate(rates, mean_G: int, rule: str = "informative", *, min_G: int = 2,
 
     Derived in: book/theory/14-adaptive-allocation.md.
     """
-    r = _rule(rule)
+    r = get_rule(rule)
     p, mean_G, min_G, max_G = _checked_split(rates, mean_G, min_G, max_G, lowest_min_G=2)
     if r.name == "informative":  # the exact threshold, without a loop over completions
         return adaptive_allocation(p, mean_G, min_G=min_G, max_G=max_G)
@@ -375,7 +377,7 @@ def allocation_by_bin(rates, mean_G: int, rules, *, max_G: int = 64) -> dict:
     p = as_probability(rates, "rates").ravel()
     if isinstance(rules, str) or not isinstance(rules, (list, tuple)) or not rules:
         raise ValueError(f"rules must be a non-empty list of rule names, got {rules!r:.60}")
-    rules = [_rule(rule, "rules").name for rule in rules]
+    rules = [get_rule(rule, "rules").name for rule in rules]
     sizes = {rule: allocate(p, mean_G, rule, max_G=max_G) for rule in rules}
     total = float(p.size * mean_G)
     edges = DIFFICULTY_BINS

@@ -27,6 +27,7 @@ from grpolab._validate import (
     ArgumentTypeError,
     as_choice,
     as_ddof,
+    as_group_size,
     as_positive_int,
     as_probability,
     as_probability_scalar,
@@ -825,3 +826,45 @@ def entropy_change_mc(logits, rewards, G: int, learning_rate: float, n_trials: i
 
     up, down = delta(1.0), delta(-1.0)
     return {"change": _estimate(up), "even": _estimate(0.5 * (up + down))}
+
+
+# --------------------------------------------------------------------------------------
+# ch. 14: adaptive allocation
+# --------------------------------------------------------------------------------------
+def allocation_objective_mc(rates, group_sizes, rule: str, n_groups: int = 100_000,
+                            seed: int = 0) -> MCEstimate:
+    """One allocation rule's objective Σ_j v(p_j, n_j), by sampling every prompt's group.
+
+    Each trial draws one group of n_j Bernoulli(p_j) rewards per prompt and sums, over the
+    prompts, the rule's per-group quantity: Σ_i (r_i − r̄)²/n² (``variance-dr-grpo``),
+    Σ_i (r_i − r̄₋ᵢ)²/n² (``variance-rloo``), 1 if both outcomes appear
+    (``informative``; times p(1 − p)² for ``knapsack``), 1 if any success
+    (``first-success``). Its mean checks :func:`grpolab.allocation.allocation_objective`.
+    """
+    from grpolab import allocation
+
+    rule = allocation.get_rule(rule).name
+    p = as_probability(rates, "rates").ravel()
+    n = as_group_size(group_sizes, "group_sizes", minimum=2).ravel()
+    if n.shape != p.shape:
+        raise ValueError(f"group_sizes has {n.size} entries for {p.size} pass rates")
+    T = _samples(n_groups, "n_groups")
+    _check_draws(T * int(n.sum()), "n_groups × Σ group_sizes")
+    rng = _rng(seed)
+    total = np.zeros(T)
+    for pj, nj in zip(p, n, strict=True):
+        r = (rng.random((T, int(nj))) < pj).astype(float)
+        k = r.sum(axis=1)
+        if rule == "variance-dr-grpo":
+            total += ((r - k[:, None] / nj) ** 2).sum(axis=1) / nj**2
+        elif rule == "variance-rloo":
+            total += ((r - (k[:, None] - r) / (nj - 1)) ** 2).sum(axis=1) / nj**2
+        elif rule == "first-success":
+            total += k > 0
+        else:  # informative, or knapsack's weighted form
+            weight = pj * (1 - pj) ** 2 if rule == "knapsack" else 1.0
+            total += weight * ((k > 0) & (k < nj))
+    return _estimate(total)
+
+
+__all__ += ["allocation_objective_mc"]
