@@ -89,8 +89,10 @@ def test_theory_chapter_has_every_part(path):
 
 def _derived_in_references():
     refs = []
-    for module in ("theory.py", "advantages.py"):
-        text = (SRC / module).read_text(encoding="utf-8")
+    modules = sorted((SRC / "theory").glob("*.py")) + [SRC / "advantages.py"]
+    for path in modules:
+        module = str(path.relative_to(SRC))
+        text = path.read_text(encoding="utf-8")
         for m in re.finditer(r'(book/theory/[\w.-]+\.md)(?:,? ?\(?"([^"]+)")?', text):
             refs.append((module, m.group(1), m.group(2)))
     return refs
