@@ -188,6 +188,20 @@ def test_a_failing_cell_fails_the_build(tmp_path):
         build_book(book, tmp_path / "out", quiet=True)
 
 
+def test_fingerprint_covers_the_exercise_data(tmp_path, monkeypatch):
+    """The workbook's answer boxes come from drill/exercises.json: editing it must drop the
+    execution cache, as editing a .py file does."""
+    import grpolab._paths
+
+    package = tmp_path / "grpolab"
+    (package / "drill").mkdir(parents=True)
+    (package / "drill" / "exercises.json").write_text("[]")
+    monkeypatch.setattr(grpolab._paths, "PACKAGE_DIR", package)
+    before = gbook.package_fingerprint()
+    (package / "drill" / "exercises.json").write_text('[{"id": "x"}]')
+    assert gbook.package_fingerprint() != before
+
+
 def test_stale_execution_cache_is_dropped_when_grpolab_changes(tmp_path, monkeypatch):
     build = tmp_path / "_build"
     (build / ".jupyter_cache").mkdir(parents=True)
