@@ -92,7 +92,8 @@ class Row:
 
     @property
     def id(self) -> str:
-        return f"{self.fn.__module__.split('.')[-1]}.{self.fn.__name__}"
+        # the public module (grpolab.theory, not the chapter module grpolab.theory.baseline)
+        return f"{self.fn.__module__.split('.')[1]}.{self.fn.__name__}"
 
 
 T, A, S = theory, advantages, simulate

@@ -89,8 +89,10 @@ def test_theory_chapter_has_every_part(path):
 
 def _derived_in_references():
     refs = []
-    for module in ("theory.py", "advantages.py"):
-        text = (SRC / module).read_text(encoding="utf-8")
+    modules = sorted((SRC / "theory").glob("*.py")) + [SRC / "advantages.py"]
+    for path in modules:
+        module = str(path.relative_to(SRC))
+        text = path.read_text(encoding="utf-8")
         for m in re.finditer(r'(book/theory/[\w.-]+\.md)(?:,? ?\(?"([^"]+)")?', text):
             refs.append((module, m.group(1), m.group(2)))
     return refs
@@ -184,6 +186,20 @@ def test_a_failing_cell_fails_the_build(tmp_path):
         "```{code-cell} ipython3\nraise RuntimeError('this cell fails')\n```\n")
     with pytest.raises(BookBuildError, match="warning"):
         build_book(book, tmp_path / "out", quiet=True)
+
+
+def test_fingerprint_covers_the_exercise_data(tmp_path, monkeypatch):
+    """The workbook's answer boxes come from drill/exercises.json: editing it must drop the
+    execution cache, as editing a .py file does."""
+    import grpolab._paths
+
+    package = tmp_path / "grpolab"
+    (package / "drill").mkdir(parents=True)
+    (package / "drill" / "exercises.json").write_text("[]")
+    monkeypatch.setattr(grpolab._paths, "PACKAGE_DIR", package)
+    before = gbook.package_fingerprint()
+    (package / "drill" / "exercises.json").write_text('[{"id": "x"}]')
+    assert gbook.package_fingerprint() != before
 
 
 def test_stale_execution_cache_is_dropped_when_grpolab_changes(tmp_path, monkeypatch):

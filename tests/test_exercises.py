@@ -354,3 +354,53 @@ def test_workbook_has_an_answer_box_for_every_checkable_exercise():
     for ex_id in exercises.checker_data():
         assert f'<form class="grpolab-answer" data-exercise="{ex_id}"' in text
     assert text.count('<form class="grpolab-answer"') == len(exercises.checker_data())
+
+
+def _names_used(entries: list[dict]) -> tuple[set, set, list]:
+    functions, inputs, values = set(), set(), []
+    for e in entries:
+        if e["kind"] in ("derivation", "code"):
+            functions |= {e["answer"], e["wrong_answer"], e["reference"]}
+            functions |= {f for f, _ in e["mistakes"]}
+            if isinstance(e["inputs"], str):
+                inputs.add(e["inputs"])
+        elif e["kind"] == "numeric":
+            values.append(e["reference"])
+    return functions, inputs, values
+
+
+def test_exercise_data_names_only_what_the_code_defines_and_the_code_holds_nothing_unused():
+    """exercises.json names functions, input sets and grpolab.theory calls; each must exist,
+    and no function or input set of the module is left unnamed by the data."""
+    import json
+
+    from grpolab import theory
+
+    entries = json.loads(exercises.EXERCISES_FILE.read_text(encoding="utf-8"))
+    assert [e["id"] for e in entries] == [e.id for e in list_exercises()]
+    functions, inputs, values = _names_used(entries)
+    theory_names = {f for f in functions if f.startswith("theory.")}
+    assert all(hasattr(theory, f.removeprefix("theory.")) for f in theory_names)
+    assert functions - theory_names == set(exercises.FUNCTIONS), (
+        sorted((functions - theory_names) ^ set(exercises.FUNCTIONS)))
+    assert inputs == set(exercises._INPUT_SETS)
+    # a reference computed by grpolab.theory is stored as the call, never as its number
+    calls = [v for v in values if isinstance(v, dict)]
+    assert len(calls) >= 8 and all("theory" in v or "value" in v for v in calls)
+
+
+def test_exercise_data_reference_is_recomputed_from_theory(monkeypatch):
+    """The stored call is evaluated: a different grpolab.theory gives a different reference
+    (the refuting case for "computed, not typed")."""
+    from grpolab import theory
+
+    entry = next(e for e in json_entries() if e["id"] == "zero-variance-p03-g4")
+    assert exercises._exercise(entry).checker.reference == pytest.approx(0.2482)
+    monkeypatch.setattr(theory, "zero_variance_probability", lambda p, G: 0.5)
+    assert exercises._exercise(entry).checker.reference == 0.5
+
+
+def json_entries() -> list[dict]:
+    import json
+
+    return json.loads(exercises.EXERCISES_FILE.read_text(encoding="utf-8"))

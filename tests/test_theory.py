@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import math
+import pkgutil
+import re
+import sys
 import warnings
 from itertools import product
 
@@ -670,3 +675,24 @@ def test_kl_k3_near_zero_is_exact_where_the_plain_difference_is_not():
     assert T.kl_k3(x) == pytest.approx(x * x / 2 + x**3 / 6, rel=1e-15, abs=0)
     plain = np.expm1(x) - x  # the old form: wrong from the 7th digit (the test can fail)
     assert not plain == pytest.approx(x * x / 2 + x**3 / 6, rel=1e-10, abs=0)
+
+
+def test_each_function_lives_in_the_module_of_its_chapter():
+    """grpolab.theory is one module per chapter: a function sits in the module whose docstring
+    names the chapter of its "Derived in" line, and no module's name hides a public name
+    (``theory.pass_at_k`` must stay the function, not a module)."""
+    modules = {m.name for m in pkgutil.iter_modules(T.__path__)}
+    assert not modules & set(T.__all__), modules & set(T.__all__)
+    assert "zero_variance" in modules and callable(T.pass_at_k)
+    for name in T.__all__:
+        obj = getattr(T, name)
+        if not inspect.isfunction(obj):
+            continue
+        chapter = re.search(r"Derived in: (book/[\w/.-]+\.md)", obj.__doc__).group(1)
+        if not chapter.startswith("book/theory/"):
+            continue  # derived in a lab chapter (the sweep's unbiased estimate)
+        module = sys.modules[obj.__module__]
+        assert chapter in module.__doc__, f"theory.{name} ({chapter}) is in {module.__name__}"
+    for name in modules - {"_common"}:
+        doc = importlib.import_module(f"grpolab.theory.{name}").__doc__
+        assert re.search(r"book/theory/\d\d-[\w-]+\.md", doc), name

@@ -579,13 +579,14 @@ def _check_results(root: Path) -> None:
 
 
 def package_fingerprint() -> str:
-    """A hash of grpolab's own source files (Python and static assets)."""
+    """A hash of grpolab's own source files (Python, static assets, and the JSON data the
+    chapters render: the exercise bank, the rubrics)."""
     from grpolab._paths import PACKAGE_DIR
 
     root = PACKAGE_DIR
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
-        if path.is_file() and path.suffix in (".py", ".js", ".css"):
+        if path.is_file() and path.suffix in (".py", ".js", ".css", ".json"):
             digest.update(str(path.relative_to(root)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
