@@ -59,6 +59,15 @@ def entropy_gradient(probs):
     return -pi * (logp + H)
 
 
+def _per_outcome(values, name: str, pi: np.ndarray) -> np.ndarray:
+    """One finite number (|x| <= 1e100) per outcome of the policy ``pi``, or a ValueError."""
+    x = as_real_array(values, name)
+    if x.shape != pi.shape or not np.isfinite(x).all() or (np.abs(x) > 1e100).any():
+        raise ValueError(f"{name} must be finite numbers of size <= 1e100, one per outcome "
+                         f"(shape {pi.shape})")
+    return x
+
+
 def entropy_change_first_order(probs, logit_step):
     """First-order change of a softmax policy's entropy when its logits move by Δz.
 
@@ -69,10 +78,7 @@ def entropy_change_first_order(probs, logit_step):
     Derived in: book/theory/13-entropy.md, "Entropy and its gradient".
     """
     pi = _softmax_probs(probs)
-    dz = as_real_array(logit_step, "logit_step")
-    if dz.shape != pi.shape or not np.isfinite(dz).all() or (np.abs(dz) > 1e100).any():
-        raise ValueError(f"logit_step must be finite numbers of size <= 1e100 with the shape "
-                         f"of probs {pi.shape}")
+    dz = _per_outcome(logit_step, "logit_step", pi)
     return float(entropy_gradient(pi) @ dz)
 
 
@@ -103,10 +109,7 @@ def loo_gradient_covariance(probs, rewards, G):
     Derived in: book/theory/13-entropy.md, "Noise lowers the entropy".
     """
     pi = _softmax_probs(probs)
-    r = as_real_array(rewards, "rewards")
-    if r.shape != pi.shape or not np.isfinite(r).all() or (np.abs(r) > 1e100).any():
-        raise ValueError(f"rewards must be finite numbers of size <= 1e100, one per outcome "
-                         f"(shape {pi.shape})")
+    r = _per_outcome(rewards, "rewards", pi)
     G = as_group_size(G, minimum=2)
     if G.size != 1:
         raise ArgumentTypeError(f"G must be a single group size here, got shape {G.shape}")
