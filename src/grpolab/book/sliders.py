@@ -939,7 +939,7 @@ def _allocation_readouts(mean, mean_G, p):
 EXPLORERS["allocation"] = Explorer(
     key="allocation",
     title="Per-prompt G: the variance school against the signal school",
-    xlabel="pass rate p of the prompt", ylabel="completions for this prompt (G_j)",
+    xlabel="pass rate p of the prompt", ylabel="G_j, its completions",
     sliders=(Slider("mean", "mean pass rate of the pool", ALLOCATION_MEANS, 0.3),
              Slider("mean_G", "mean G (the budget is 25 × mean G completions)",
                     ALLOCATION_MEAN_G, 8),
