@@ -521,3 +521,21 @@ def test_max_g_above_the_library_bound_names_the_flag(capsys):
                  "--max-G", "2000000"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "--max-G" in err
+
+
+def test_a_sweeps_noise_file_is_fitted_in_the_units_of_its_baseline(tmp_path):
+    """advise --noise on a sweep's gradient_noise.json reads the baseline from the sweep.json
+    beside it (the committed compute axis used GRPO's mean baseline), so it gives the
+    compute axis's own leave-one-out G*; the same rows with no record of their baseline are
+    fitted as leave-one-out rows and give another G* (the F1 bug, planted)."""
+    import shutil
+    from pathlib import Path
+
+    axis = json.loads(Path("labs/results/cpu-compute/compute_axis.json").read_text())
+    want = axis["regimes"]["mixed"]["g_star"]["g_star"]
+    noise = Path("labs/results/cpu-compute/gradient_noise.json")
+    got = adv.load_noise(str(noise), "mixed").g_star
+    assert got == pytest.approx(want, rel=1e-6)
+    alone = tmp_path / "gradient_noise.json"
+    shutil.copyfile(noise, alone)
+    assert adv.load_noise(str(alone), "mixed").g_star != pytest.approx(want, rel=0.05)

@@ -1065,10 +1065,32 @@ def load_noise(spec: str, regime: str | None = None) -> NoiseConstants:
             regime = next(iter(doc))
         if regime not in doc:
             raise AdviseError(f"{path.name}: no regime {regime!r} (have {', '.join(doc)})")
-        return _checked_noise(fit_noise_constants(doc[regime], f"{path.name}[{regime}]"))
+        return _checked_noise(fit_noise_constants(
+            doc[regime], f"{path.name}[{regime}]",
+            advantage_baseline=_sweep_baseline(path, regime)))
     if isinstance(doc, list):
         return _checked_noise(fit_noise_constants(doc, path.name))
     raise AdviseError(f"{path.name}: expected c1/c2/c3 or gradient-noise rows")
+
+
+def _sweep_baseline(path: Path, regime: str) -> str:
+    """The advantage baseline a sweep's gradient-noise rows were measured with, from the
+    ``sweep.json`` beside them (the preset's config and the regime's overrides): rows
+    without their own ``advantage_baseline`` key (sweeps before it was recorded) are then
+    fitted in the right units. Without a readable ``sweep.json``: leave-one-out, the units
+    the model is derived in."""
+    meta_path = path.with_name("sweep.json")
+    if not meta_path.is_file():
+        return "leave_one_out"
+    try:
+        preset = read_json(meta_path, "the sweep's record", remedy="").get("preset", {})
+        baseline = preset.get("config", {}).get("advantage_baseline", "mean")
+        for r in preset.get("regimes", []):
+            if isinstance(r, dict) and r.get("name") == regime:
+                baseline = (r.get("overrides") or {}).get("advantage_baseline", baseline)
+    except (CorruptFileError, OSError, AttributeError):
+        return "leave_one_out"
+    return baseline if baseline in ("mean", "leave_one_out") else "leave_one_out"
 
 
 def _checked_noise(c: NoiseConstants) -> NoiseConstants:

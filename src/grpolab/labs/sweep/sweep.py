@@ -133,7 +133,8 @@ def _noise_rows(preset: SweepPreset, regime, model, tokenizer, task,
             out.append(keep[G])
             continue
         row = gradient_noise(model, tokenizer, task, prompts, cfg, preset.noise_batches)
-        out.append({**row, "made_from": made_from})
+        # the baseline decides the units the noise model is fitted in (advise.leave_one_out_units)
+        out.append({**row, "advantage_baseline": cfg.advantage_baseline, "made_from": made_from})
         measured = True
     return out, measured
 
