@@ -128,3 +128,26 @@ def test_a_pooled_run_with_a_link_is_never_copied(tmp_path):
     with pytest.raises(OutputPathError, match="symbolic link"):
         runner._copy_run(str(pooled), str(dst), {})
     assert not (dst / "log.jsonl").exists()
+
+
+def test_workers_start_the_longest_runs_first(tmp_path, monkeypatch):
+    """A plan whose most expensive runs come last (the fixed-prompts regime at G = 32) is
+    handed to the workers longest first, so the last run to start is a short one."""
+    import grpolab.labs.runner as runner_module
+    from grpolab.labs.runner import planned_completions
+
+    preset = get_preset("cpu-quick", group_sizes=[2, 32], seeds=[0], task_kwargs=TINY_TASK)
+    plan = plan_sweep(str(tmp_path / "out"), preset)
+    costs = {r.name: planned_completions(r.config) for r in plan}
+    assert costs[plan[-1].name] == max(costs.values())  # the plan ends with the costliest
+    assert planned_completions(replace(plan[0].config, completion_budget=640)) == 640
+    started = []
+    stub = {"initial_accuracy": 0.0, "final_accuracy": 0.0, "completions": 0, "seconds": 0.0}
+    monkeypatch.setattr(runner_module, "_run_in_processes", lambda jobs, done, **kw: [
+        started.append(j.name) or done(j, stub) for j in jobs])
+    monkeypatch.setattr(Runner, "censuses", lambda self, plan, finished, needed: {
+        r.name: None for r in plan})
+    with Runner(tmp_path / "out", progress=False, log=lambda *_: None) as runner:
+        runner.run(plan, {}, workers=2)
+    assert [costs[n] for n in started] == sorted(costs.values(), reverse=True)
+    assert started[0] == plan[-1].name

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 __all__ = ["CensusSpec", "PlannedRun", "Runner", "census_inputs", "default_workers",
-           "EXECUTORS"]
+           "planned_completions", "EXECUTORS"]
 
 #: How independent runs are executed: ``local`` (this machine's processes, the default) or
 #: ``ray`` (a Ray cluster, ``pip install grpolab[cluster]``).
@@ -283,6 +283,7 @@ class Runner:
                      f"{summary['seconds']:.0f} s")
 
         if executor == "ray":
+            jobs.sort(key=lambda job: -planned_completions(job.config))  # longest first
             _run_on_ray(jobs, done, address=address, threads=threads, workers=workers)
             return {r.name: summaries[r.name] for r in plan}
         if workers is None:
@@ -295,6 +296,8 @@ class Runner:
                 bar.set_postfix_str(job.name)
                 done(job, job.train(self.progress))
         else:
+            # longest first: the last job to start sets the tail where a worker sits idle
+            jobs.sort(key=lambda job: -planned_completions(job.config))
             _run_in_processes(jobs, done, workers=min(workers, len(jobs)), threads=threads,
                               device=plan[0].config.device, progress=self.progress)
         return {r.name: summaries[r.name] for r in plan}
@@ -433,6 +436,14 @@ def _init_worker(threads: int, gpus) -> None:
 
 def _train_job(job: _Job) -> dict:
     return job.train(False)
+
+
+def planned_completions(config) -> int:
+    """The completions a run's config will train on: its cost, used to start the longest
+    runs first (a sort key only; the runs themselves do not depend on their order)."""
+    if config.completion_budget is not None:
+        return int(config.completion_budget)
+    return int(config.steps) * int(config.prompts_per_step) * int(config.num_generations)
 
 
 def _run_in_processes(jobs: list[_Job], done, *, workers: int, threads: int, device: str,
