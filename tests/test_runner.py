@@ -7,6 +7,7 @@ import json
 from dataclasses import replace
 from functools import partial
 
+import numpy as np
 import pytest
 import torch
 
@@ -57,6 +58,9 @@ def test_two_workers_give_the_logs_of_one_and_one_lock(serial_sweep, tmp_path, t
     # censuses: no two keyed files may have the same inputs), and under the readable name
     # the reports read
     assert (two / "census-d1-2.npy").is_file()
+    # measured in a worker (side by side with the workers' start), the same census
+    assert np.array_equal(np.load(two / "census-d1-2.npy"),
+                          np.load(serial_sweep / "census-d1-2.npy"))
     inputs = [json.loads(p.read_text()) for p in (two / "cache").glob("census-*.json")]
     assert inputs and len({json.dumps(i, sort_keys=True) for i in inputs}) == len(inputs)
 
@@ -145,7 +149,7 @@ def test_workers_start_the_longest_runs_first(tmp_path, monkeypatch):
     stub = {"initial_accuracy": 0.0, "final_accuracy": 0.0, "completions": 0, "seconds": 0.0}
     monkeypatch.setattr(runner_module, "_run_in_processes", lambda jobs, done, **kw: [
         started.append(j.name) or done(j, stub) for j in jobs])
-    monkeypatch.setattr(Runner, "censuses", lambda self, plan, finished, needed: {
+    monkeypatch.setattr(Runner, "censuses", lambda self, plan, finished, needed, pool: {
         r.name: None for r in plan})
     with Runner(tmp_path / "out", progress=False, log=lambda *_: None) as runner:
         runner.run(plan, {}, workers=2)

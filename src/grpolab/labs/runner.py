@@ -165,18 +165,17 @@ class Runner:
 
     # ------------------------------------------------------------------------- censuses
     def censuses(self, plan: list[PlannedRun], finished: dict[str, dict],
-                 needed: set[str] | None = None) -> dict[str, object]:
+                 needed: set[str] | None = None, pool=None) -> dict[str, object]:
         """The census each run of ``needed`` (default: every run of ``plan``) starts from
         (name -> array, rows × its ``census_samples``), each measured at most once under its
         one key; a census that finished runs of ``plan`` were seeded from is never replaced
-        (:func:`grpolab.grpo.records.cached_census`'s ``frozen``)."""
+        (:func:`grpolab.grpo.records.cached_census`'s ``frozen``). With a process ``pool``
+        (the workers of :meth:`run`), censuses missing from the cache are measured side by
+        side in it first; the same seed gives the same census in any process."""
         import numpy as np
 
         from grpolab.grpo.config import training_prompts
-        from grpolab.grpo.measure import pass_rate_census
         from grpolab.grpo.records import cached_census, census_stem
-        from grpolab.grpo.setup import load_policy
-        from grpolab.models.device import resolve_device
         from grpolab.tasks.registry import get_task
 
         groups: dict[str, list[PlannedRun]] = {}
@@ -189,6 +188,7 @@ class Runner:
         out: dict[str, object] = {}
         start = time.time()
         needed = {r.name for r in plan} if needed is None else needed
+        todo = []  # (stem, inputs, runs, frozen, samples, rows) of each census to read or make
         for stem, runs in groups.items():
             first = runs[0]
             cfg, spec = first.config, first.census
@@ -200,26 +200,20 @@ class Runner:
                 _check_alias(alias, stem, inputs, frozen)
             if not any(r.name in needed for r in runs):
                 continue
-            samples = max(r.census.samples for r in runs)
-            task = get_task(cfg.task, **cfg.task_kwargs)  # the census counts exact matches
-            prompts = training_prompts(cfg, task)[0]
+            rows = len(training_prompts(cfg, get_task(cfg.task, **cfg.task_kwargs))[0])
+            todo.append((stem, inputs, runs, frozen, max(r.census.samples for r in runs), rows))
+        if pool is not None:
+            _measure_side_by_side(pool, self.cache_dir, todo)
+        for stem, inputs, runs, frozen, samples, rows in todo:
+            cfg, seed = runs[0].config, runs[0].census.seed
 
-            def measure(n: int, cfg=cfg, task=task, prompts=prompts, seed=spec.seed):
-                which = (cfg.model, cfg.warmstart_key)
-                if which not in policies:
-                    device = resolve_device(cfg.device)
-                    policies[which] = load_policy(cfg, self.cache_dir, device,
-                                                  self.progress)[:2]
-                    self.log(f"starting policy {cfg.model} ready after "
-                             f"{time.time() - start:.0f} s")
-                model, tokenizer = policies[which]
-                return pass_rate_census(model, tokenizer, task, prompts, samples=n,
-                                        temperature=cfg.temperature, top_p=cfg.top_p,
-                                        max_new_tokens=cfg.max_completion_length, seed=seed)
+            def measure(n: int, cfg=cfg, seed=seed):
+                return _measure_census(cfg, self.cache_dir, seed, n, policies=policies,
+                                       progress=self.progress, log=self.log, start=start)
 
-            census = cached_census(stem, inputs, measure, samples=samples, rows=len(prompts),
+            census = cached_census(stem, inputs, measure, samples=samples, rows=rows,
                                    frozen=frozen, log=self.log)
-            for alias in aliases:
+            for alias in sorted({r.census.alias for r in runs if r.census.alias}):
                 _write_alias(alias, stem, census, inputs, self.log)
             for r in runs:
                 if r.name in needed:
@@ -263,12 +257,31 @@ class Runner:
             if key is not None:
                 followers[key] = []
             leaders.append(r)
-        censuses = self.censuses(plan, finished, {r.name for r in leaders})
-        if not leaders:
-            return {r.name: summaries[r.name] for r in plan}
-        jobs = [_Job(r.name, r.config, r.folder, self.cache_dir, censuses[r.name], r.batches,
-                     r.task, r.extra) for r in leaders]
         threads = torch.get_num_threads()
+        if executor == "local" and workers is None and leaders:
+            workers = default_workers(leaders[0].config.device, threads)
+        pool = None
+        if executor == "local" and len(leaders) > 1 and workers > 1:
+            # started now, so the workers' start-up and the censuses overlap
+            pool, workers = _process_pool(min(workers, len(leaders)), threads,
+                                          leaders[0].config.device)
+        try:
+            censuses = self.censuses(plan, finished, {r.name for r in leaders}, pool=pool)
+            if not leaders:
+                return {r.name: summaries[r.name] for r in plan}
+            jobs = [_Job(r.name, r.config, r.folder, self.cache_dir, censuses[r.name],
+                         r.batches, r.task, r.extra) for r in leaders]
+            self._train(jobs, leaders, followers, summaries, pool, executor=executor,
+                        address=address, threads=threads, workers=workers)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+        return {r.name: summaries[r.name] for r in plan}
+
+    def _train(self, jobs: list[_Job], leaders: list[PlannedRun], followers: dict,
+               summaries: dict, pool, *, executor: str, address: str | None, threads: int,
+               workers: int | None) -> None:
+        """Train ``jobs``: serially, in the process ``pool``, or on Ray."""
 
         def done(job: _Job, summary: dict) -> None:
             run = next(r for r in leaders if r.name == job.name)
@@ -285,10 +298,7 @@ class Runner:
         if executor == "ray":
             jobs.sort(key=lambda job: -planned_completions(job.config))  # longest first
             _run_on_ray(jobs, done, address=address, threads=threads, workers=workers)
-            return {r.name: summaries[r.name] for r in plan}
-        if workers is None:
-            workers = default_workers(plan[0].config.device, threads)
-        if workers == 1 or len(jobs) == 1:
+        elif pool is None:
             from tqdm.auto import tqdm
 
             bar = tqdm(jobs, desc="runs", disable=not self.progress or len(jobs) < 2)
@@ -298,9 +308,7 @@ class Runner:
         else:
             # longest first: the last job to start sets the tail where a worker sits idle
             jobs.sort(key=lambda job: -planned_completions(job.config))
-            _run_in_processes(jobs, done, workers=min(workers, len(jobs)), threads=threads,
-                              device=plan[0].config.device, progress=self.progress)
-        return {r.name: summaries[r.name] for r in plan}
+            _run_in_processes(jobs, done, pool=pool, workers=workers, progress=self.progress)
 
     def _from_pool(self, run: PlannedRun, summaries: dict) -> bool:
         """Copy ``run`` from the pool if a run of its config finished there."""
@@ -446,15 +454,11 @@ def planned_completions(config) -> int:
     return int(config.steps) * int(config.prompts_per_step) * int(config.num_generations)
 
 
-def _run_in_processes(jobs: list[_Job], done, *, workers: int, threads: int, device: str,
-                      progress: bool) -> None:
-    """Train ``jobs`` in ``workers`` spawned processes; ``done(job, summary)`` in the parent
-    as each finishes. The first failure cancels the runs not started and is raised as the
-    run's own error (the runs still training finish and stay, for a resume)."""
+def _process_pool(workers: int, threads: int, device: str):
+    """``workers`` spawned processes, each with ``threads`` torch threads (and its own GPU
+    when there are GPUs: then at most one worker per GPU); returns (pool, workers)."""
     import multiprocessing
-    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
-
-    from tqdm.auto import tqdm
+    from concurrent.futures import ProcessPoolExecutor
 
     from grpolab.models.device import resolve_device
 
@@ -467,9 +471,66 @@ def _run_in_processes(jobs: list[_Job], done, *, workers: int, threads: int, dev
         for i in range(torch.cuda.device_count()):
             gpus.put(i)
         workers = min(workers, torch.cuda.device_count())
-    bar = tqdm(total=len(jobs), desc=f"runs ({workers} workers)", disable=not progress)
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
                                initargs=(threads, gpus))
+    return pool, workers
+
+
+def _measure_census(config, cache_dir: str, seed: int, samples: int, *,
+                    policies: dict | None = None, progress: bool = False, log=None,
+                    start: float | None = None):
+    """The pass-rate census of ``config``'s starting policy: ``samples`` sampled completions
+    per training prompt (``policies`` caches loaded policies across censuses)."""
+    from grpolab.grpo.config import training_prompts
+    from grpolab.grpo.measure import pass_rate_census
+    from grpolab.grpo.setup import load_policy
+    from grpolab.models.device import resolve_device
+    from grpolab.tasks.registry import get_task
+
+    policies = {} if policies is None else policies
+    which = (config.model, config.warmstart_key)
+    if which not in policies:
+        policies[which] = load_policy(config, cache_dir, resolve_device(config.device),
+                                      progress)[:2]
+        if log is not None:
+            log(f"starting policy {config.model} ready after "
+                f"{time.time() - (start or time.time()):.0f} s")
+    model, tokenizer = policies[which]
+    task = get_task(config.task, **config.task_kwargs)  # the census counts exact matches
+    prompts = training_prompts(config, task)[0]
+    return pass_rate_census(model, tokenizer, task, prompts, samples=samples,
+                            temperature=config.temperature, top_p=config.top_p,
+                            max_new_tokens=config.max_completion_length, seed=seed)
+
+
+def _census_job(stem: str, inputs: dict, config, cache_dir: str, seed: int, samples: int,
+                rows: int, frozen: bool) -> None:
+    """In a worker: make the census ``stem`` unless the cache holds it (the parent reads it)."""
+    from grpolab.grpo.records import cached_census
+
+    cached_census(stem, inputs, lambda n: _measure_census(config, cache_dir, seed, n),
+                  samples=samples, rows=rows, frozen=frozen)
+
+
+def _measure_side_by_side(pool, cache_dir: str, todo: list) -> None:
+    """Measure the censuses of ``todo`` in the process ``pool``, all at once; the first
+    failure is raised as its own error."""
+    futures = [pool.submit(_census_job, stem, inputs, runs[0].config, cache_dir,
+                           runs[0].census.seed, samples, rows, frozen)
+               for stem, inputs, runs, frozen, samples, rows in todo]
+    for fut in futures:
+        fut.result()
+
+
+def _run_in_processes(jobs: list[_Job], done, *, pool, workers: int, progress: bool) -> None:
+    """Train ``jobs`` in the process ``pool`` (``workers`` processes); ``done(job, summary)``
+    in the parent as each finishes. The first failure cancels the runs not started and is
+    raised as the run's own error (the runs still training finish and stay, for a resume)."""
+    from concurrent.futures import FIRST_EXCEPTION, wait
+
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(jobs), desc=f"runs ({workers} workers)", disable=not progress)
     try:
         pending = {pool.submit(_train_job, job): job for job in jobs}
         while pending:
@@ -485,7 +546,6 @@ def _run_in_processes(jobs: list[_Job], done, *, workers: int, threads: int, dev
                 bar.update(1)
     finally:
         bar.close()
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _run_on_ray(jobs: list[_Job], done, *, address: str | None, threads: int,
