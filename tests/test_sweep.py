@@ -134,6 +134,41 @@ def test_noise_g_star_recovers_planted_constants():
     assert lo <= hi and out["bootstrap_draws"] > 100
 
 
+def test_a_bootstrap_draw_never_pairs_a_batch_with_itself():
+    """noise_from_gram with a resample's counts estimates the signal from pairs of two
+    different batches (the draw's debiased signal is centred on the sample's), where
+    resampling the Gram matrix's rows and columns pairs a twice-drawn batch with itself and
+    inflates it by about trace variance / n (the bias the compute axis's G* range had)."""
+    from grpolab.grpo.measure import noise_from_gram
+
+    rng = np.random.default_rng(0)
+    g = rng.normal(size=(10, 5)) + 1.0
+    K = g @ g.T
+    n = K.shape[0]
+
+    def debiased(st):
+        return st["mean_gradient_norm_sq"] - st["trace_variance"] / n
+
+    whole = noise_from_gram(K)
+    same = noise_from_gram(K, np.ones(n))  # every count 1: the plain formulas
+    assert same["trace_variance"] == pytest.approx(whole["trace_variance"], rel=1e-12)
+    assert same["mean_gradient_norm_sq"] == pytest.approx(whole["mean_gradient_norm_sq"],
+                                                          rel=1e-12)
+    counts = np.array([2, 0, 1, 1, 3, 0, 1, 0, 1, 1])  # distinct pairs only, by hand
+    pairs = [(i, j) for i in range(n) for j in range(n) if i != j
+             for _ in range(counts[i] * counts[j])]
+    by_hand = np.mean([K[i, j] for i, j in pairs])
+    assert debiased(noise_from_gram(K, counts)) == pytest.approx(by_hand, rel=1e-12)
+    new, old = [], []
+    for _ in range(2000):
+        idx = rng.integers(0, n, n)
+        new.append(debiased(noise_from_gram(K, np.bincount(idx, minlength=n))))
+        old.append(debiased(noise_from_gram(K[np.ix_(idx, idx)])))
+    tv_over_n = whole["trace_variance"] / n
+    assert abs(np.mean(new) - debiased(whole)) < 0.25 * tv_over_n
+    assert np.mean(old) - debiased(whole) > 0.5 * tv_over_n  # the planted bias is caught
+
+
 @pytest.mark.slow
 def test_a_compute_axis_sweep_gives_pass_at_k_the_crossing_and_g_star(tmp_path, tiny_cache):
     """A seconds-long sweep with the compute-axis settings: an evaluation schedule, a regime

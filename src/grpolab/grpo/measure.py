@@ -209,12 +209,27 @@ def gradient_noise(model, tokenizer, task, prompts, config, batches: int, seed: 
             "zero_variance_fraction": float(np.mean(zero)), "gram": gram}
 
 
-def noise_from_gram(gram: np.ndarray) -> dict:
+def noise_from_gram(gram: np.ndarray, counts: np.ndarray | None = None) -> dict:
     """Trace variance, squared mean norm and their ratio from the Gram matrix K_ij = g_i·g_j
-    of n batch gradients: E‖g − ḡ‖² = (Σ K_ii − Σ K_ij / n)/(n − 1), ‖ḡ‖² = Σ K_ij / n²."""
-    n = gram.shape[0]
-    total = float(gram.sum())
-    trace_var = (float(np.trace(gram)) - total / n) / (n - 1)
-    signal = total / n ** 2
+    of n batch gradients: E‖g − ḡ‖² = (Σ K_ii − Σ K_ij / n)/(n − 1), ‖ḡ‖² = Σ K_ij / n².
+
+    ``counts[k]``: how often batch k was drawn (a bootstrap resample of n = Σ counts). Then
+    ‖∇J‖² is estimated from pairs of two *different* batches only (a batch drawn twice and
+    paired with itself is ‖∇J‖² plus its whole noise), the trace variance as the mean ‖g‖²
+    minus that, and ‖ḡ‖² is reported as that estimate + trace variance/n, so a fit that
+    debiases by trace variance/n (:func:`grpolab.advise.fit_noise_constants`) gets the
+    pair estimate back. With every count 1 these are the formulas above."""
+    if counts is None:
+        n = gram.shape[0]
+        total = float(gram.sum())
+        trace_var = (float(np.trace(gram)) - total / n) / (n - 1)
+        signal = total / n ** 2
+    else:
+        c = np.asarray(counts, dtype=float)
+        diag = np.diag(gram)
+        n = float(c.sum())
+        pair_signal = float((c @ gram @ c - (c ** 2 * diag).sum()) / (n ** 2 - (c ** 2).sum()))
+        trace_var = float((c * diag).sum() / n) - pair_signal
+        signal = pair_signal + trace_var / n
     return {"trace_variance": trace_var, "mean_gradient_norm_sq": signal,
             "noise_to_signal": trace_var / signal if signal > 0 else None}

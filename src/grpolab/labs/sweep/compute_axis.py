@@ -142,8 +142,8 @@ def noise_g_star(rows: list[dict], *, advantage_baseline: str, n_boot: int = 500
     for _ in range(n_boot):
         boot = []
         for r, K in zip(rows, grams, strict=True):
-            idx = rng.integers(0, K.shape[0], K.shape[0])
-            st = noise_from_gram(K[np.ix_(idx, idx)])
+            counts = np.bincount(rng.integers(0, K.shape[0], K.shape[0]), minlength=K.shape[0])
+            st = noise_from_gram(K, counts)  # a batch drawn twice is not paired with itself
             boot.append({**r, "trace_variance": st["trace_variance"],
                          "mean_gradient_norm_sq": st["mean_gradient_norm_sq"]})
         try:
