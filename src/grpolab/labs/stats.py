@@ -33,7 +33,7 @@ __all__ = ["t_interval", "trend_in_log2_G", "contrast", "holm", "pairwise_contra
            "g_verdict", "curvature_in_log2_G", "crossing_test", "best_G_with_ties",
            "prompt_bootstrap_trend", "gstar_verdict", "GSTAR_MARGIN", "trend_direction",
            "minimum_detectable_effect", "tost", "EQUIVALENCE_MARGIN", "POWER",
-           "plateau_precondition", "PLATEAU_GAIN", "matched_compute_trend"]
+           "plateau_precondition", "PLATEAU_GAIN", "matched_compute_trend", "wilson_interval"]
 
 
 def _clean(values, name: str) -> np.ndarray:
@@ -43,6 +43,19 @@ def _clean(values, name: str) -> np.ndarray:
     if not np.isfinite(x).all():
         raise ValueError(f"{name} must be finite, got {values!r}")
     return x
+
+
+def wilson_interval(k: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval (95% at the default ``z``) of a binomial proportion k/n:
+    unlike p ± z·se it stays inside [0, 1] and does not collapse at k = 0 or k = n.
+
+    Used by: book/labs/01-g-sweep.md (the zero-variance fraction of the first steps)."""
+    if n <= 0 or not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n and n > 0, got k = {k}, n = {n}")
+    p = k / n
+    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return mid - half, mid + half
 
 
 def t_interval(values: Sequence[float], confidence: float = 0.95) -> dict:

@@ -23,7 +23,8 @@ from grpolab.labs.common import FIGURE_WIDTH as WIDTH
 from grpolab.labs.common import save_figure
 
 __all__ = ["plot_sweep", "load_curves", "plot_accuracy", "plot_zero_variance",
-           "plot_gradient_noise", "read_sweep_summary", "g_effects", "matched_completions"]
+           "plot_gradient_noise", "read_sweep_summary", "g_effects", "matched_completions",
+           "early_zero_variance"]
 
 
 
@@ -442,3 +443,39 @@ def g_effects(summary: dict, rows: list[dict]) -> list[str]:
                          f"[{m['low']:+.4f}, {m['high']:+.4f}] over {len(m['seeds'])} seeds: "
                          f"{what}")
     return lines
+
+
+def early_zero_variance(summary: dict, preset: dict, steps: list[dict],
+                        last_step: int = 10) -> dict:
+    """The clean test of p^G + (1 − p)^G: the closed form at the warm start against the
+    zero-variance fraction observed in steps 1 to ``last_step`` (every logged step, all
+    seeds), with a 95% Wilson interval; the groups of one step are distinct prompts, so
+    they count as independent trials.
+
+    ``summary``: ``summary.json``; ``preset``: ``sweep.json``'s preset; ``steps``:
+    ``steps.csv`` rows (:meth:`grpolab.labs.lab_results.LabResults.steps`). Returns
+    ``rows`` (regime, G, groups, observed with interval, closed form, "yes"/"no"),
+    ``inside`` (cells whose interval holds the closed form) and ``cells``.
+
+    Derived in: book/labs/01-g-sweep.md, "The zero-variance fraction".
+    """
+    from grpolab.labs.stats import wilson_interval
+
+    rows, inside = [], 0
+    for name in summary["regimes"]:
+        theory = summary["regimes"][name]["zero_variance_at_warm_start_theory"]
+        spec = next(r for r in preset["regimes"] if r["name"] == name)
+        for G in preset["group_sizes"]:
+            mine = [x for x in steps if x["regime"] == name and int(x["G"]) == G
+                    and int(x["step"]) <= last_step]
+            groups_per_step = (spec["budget"] // G if spec["mode"] == "budget"
+                               else spec["prompts_per_step"])
+            n = groups_per_step * len(mine)
+            k = sum(float(x["zero_variance_observed"]) * groups_per_step for x in mine)
+            lo, hi = wilson_interval(k, n)
+            predicted = theory[str(G)] if str(G) in theory else theory[G]
+            ok = bool(lo <= predicted <= hi)
+            inside += ok
+            rows.append([name, G, n, f"{k / n:.3f} [{lo:.3f}, {hi:.3f}]", f"{predicted:.3f}",
+                         "yes" if ok else "no"])
+    return {"rows": rows, "inside": int(inside), "cells": len(rows)}

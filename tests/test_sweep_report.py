@@ -1,0 +1,62 @@
+"""grpolab.labs.sweep.report.early_zero_variance and stats.wilson_interval: the first-steps
+check of p^G + (1 − p)^G, with planted misses."""
+
+from __future__ import annotations
+
+import pytest
+
+from grpolab.labs import lab_results
+from grpolab.labs.stats import wilson_interval
+from grpolab.labs.sweep.report import early_zero_variance
+
+
+def test_wilson_interval_known_values_and_bounds():
+    lo, hi = wilson_interval(5, 10)
+    assert (lo, hi) == pytest.approx((0.2366, 0.7634), abs=1e-4)  # textbook value
+    lo, hi = wilson_interval(0, 20)
+    assert lo == pytest.approx(0.0, abs=1e-12) and 0 < hi < 0.17
+    lo, hi = wilson_interval(20, 20)
+    assert hi == pytest.approx(1.0) and lo > 0.83
+    for bad in ((3, 0), (-1, 5), (6, 5)):
+        with pytest.raises(ValueError):
+            wilson_interval(*bad)
+
+
+def sweep(observed: float, predicted: float = 0.5):
+    """A one-regime budget sweep (64 completions per step, G = 2 and 4) whose first ten
+    logged steps all observed ``observed`` zero-variance groups."""
+    summary = {"regimes": {"mixed": {"zero_variance_at_warm_start_theory":
+                                     {"2": predicted, "4": predicted}}}}
+    preset = {"group_sizes": [2, 4], "regimes": [{"name": "mixed", "mode": "budget",
+                                                  "budget": 64}]}
+    steps = [{"regime": "mixed", "G": str(G), "seed": str(s), "step": str(t),
+              "zero_variance_observed": str(observed)}
+             for G in (2, 4) for s in (0, 1) for t in (1, 6, 11)]
+    return summary, preset, steps
+
+
+def test_a_matching_fraction_lies_inside():
+    result = early_zero_variance(*sweep(0.5))
+    assert result["cells"] == 2 and result["inside"] == 2
+    name, G, n, observed, predicted, ok = result["rows"][0]
+    assert (name, G, n, ok) == ("mixed", 2, 32 * 4, "yes")  # steps 1 and 6, two seeds
+    assert observed.startswith("0.500 [") and predicted == "0.500"
+
+
+def test_a_planted_miss_is_outside():
+    result = early_zero_variance(*sweep(0.8))
+    assert result["inside"] == 0 and [r[-1] for r in result["rows"]] == ["no", "no"]
+
+
+def test_fixed_prompts_regime_counts_its_prompts_per_step():
+    summary, preset, steps = sweep(0.5)
+    preset["regimes"][0] = {"name": "mixed", "mode": "prompts", "prompts_per_step": 4}
+    result = early_zero_variance(summary, preset, steps)
+    assert [r[2] for r in result["rows"]] == [16, 16]
+
+
+def test_committed_sweep():
+    lab = lab_results.load("cpu-full")
+    result = early_zero_variance(lab.summary(), lab.preset(), lab.steps())
+    assert result["cells"] == len(lab.preset()["regimes"]) * len(lab.preset()["group_sizes"])
+    assert 0 <= result["inside"] <= result["cells"]
