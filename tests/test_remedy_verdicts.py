@@ -246,3 +246,67 @@ def test_beta_verdict_turns_with_the_learning_and_kl_contrasts():
     # a β > 0 that is detectably worse is not flat, but β = 0 stays as good as any
     v2 = v.beta_verdict([[DOWN, NULL, NULL], [NULL] * 3], [NULL] * 3)
     assert v2["flat"] == "not flat" and v2["zero_words"].startswith("β = 0")
+
+
+def test_curve_agreement_counts_whole_curves_not_last_points():
+    a = {0: [0.1, 0.2, 0.3], 1: [0.1, 0.2, 0.3]}
+    assert v.curve_agreement(a, a) == (2, [2, 2], 2)
+    # planted: seed 1 parts after the first evaluation but ends at the same point
+    b = {0: [0.1, 0.2, 0.3], 1: [0.1, 0.25, 0.3]}
+    assert v.curve_agreement(a, b) == (1, [2, 0], 2)
+    with pytest.raises(ValueError):
+        v.curve_agreement(a, {0: [0.1, 0.2], 1: [0.1, 0.2]})  # not the same evaluations
+
+
+def test_rewards_verdict_turns_with_each_contrast():
+    rows = [NULL] * 10
+    v0 = v.rewards_verdict(rows)
+    assert v0["granularity_short"] == "Not shown" and v0["granularity_v"] == "not shown"
+    assert v0["std_short"] == "True as arithmetic, no measurable effect on pass@1 here"
+    assert v0["narrow_reading"] == "as the ε term derived above predicts"
+    assert v0["std_verdict"].startswith("std normalization undoes the squeeze")
+    planted = [NULL, NULL, NULL, DOWN, NULL, UP, NULL, NULL, NULL, NULL]
+    v1 = v.rewards_verdict(planted)
+    assert v1["granularity_short"] == "Supported here"  # partial credit detectably worse
+    assert v1["std_short"] == "True as arithmetic, and measurable here"
+    assert v1["std_verdict"] == "dropping the std division changes the narrow-reward runs"
+    assert v1["narrow_reading"] == "as the ε term derived above predicts"
+    v2 = v.rewards_verdict([NULL, NULL, NULL, UP, DOWN, NULL, NULL, NULL, NULL, NULL])
+    assert v2["granularity_v"] == "contradicted here"
+    assert v2["narrow_reading"] == "more than the ε term derived above would suggest"
+    assert v2["std_verdict"].startswith("the squeezed reward trains differently")
+
+
+TP_PAIRS = [(f"T{T}-G{G}", f"T1.0-G{G}") for G in (8, 32) for T in (0.2, 0.7, 1.3)]
+
+
+def test_temperature_verdict_turns_with_the_contrasts():
+    assert v.temperature_pair_name(("T0.2-G8", "T1.0-G8")) == "T = 0.2 at G = 8"
+    v0 = v.temperature_verdict(TP_PAIRS, [NULL] * 6, [NULL] * 6, "True about waste")
+    assert v0["outcome"] == "unproven about outcomes"
+    assert v0["short"] == "True about waste, unproven about outcomes"
+    assert v0["acc_verdict"] == "no pass@1 gain or greedy accuracy that these runs can detect"
+    assert v0["sweet"].startswith("is not established here")
+    # planted: T = 0.7 gains detectably at G = 32; T = 0.2 differs on greedy at G = 8
+    gain = [NULL, NULL, NULL, NULL, UP, NULL]
+    greedy = [DOWN, NULL, NULL, NULL, NULL, NULL]
+    v1 = v.temperature_verdict(TP_PAIRS, gain, greedy, "Not shown about waste")
+    assert v1["short"] == "Not shown about waste, measurable in outcomes"
+    assert v1["acc_verdict"] == "a detected difference at T = 0.2 at G = 8, T = 0.7 at G = 32"
+    assert v1["sweet"] == "is supported at T = 0.7 at G = 32"
+    # a detected loss at T = 0.7 is no sweet spot
+    v2 = v.temperature_verdict(TP_PAIRS, [NULL, DOWN, NULL, NULL, NULL, NULL], [NULL] * 6, "x")
+    assert v2["sweet"].startswith("is not established") and v2["outcome"].startswith("measurable")
+
+
+def test_length_bias_verdict_turns_with_the_G_contrasts():
+    v0 = v.length_bias_verdict([NULL, NULL, NULL], [NULL] * 4)
+    assert v0 == {"agg_words": "makes no measurable difference",
+                  "verdict_short": "Not supported",
+                  "verdict": "a larger G did not amplify the length bias here"}
+    v1 = v.length_bias_verdict([DOWN, DOWN, {**DOWN, "differs": False}], [NULL, UP, NULL, NULL])
+    assert v1["verdict"].endswith(", and every estimate points the other way")
+    assert v1["agg_words"] == "makes a measurable difference"
+    v2 = v.length_bias_verdict([NULL, UP, NULL], [NULL] * 4)  # planted: longer at G = 16
+    assert v2["verdict_short"] == "Supported here"
+    assert v2["verdict"] == "a larger G lengthened completions detectably here"

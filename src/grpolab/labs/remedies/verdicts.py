@@ -22,7 +22,8 @@ __all__ = ["Q_BAND", "COST_TOLERANCE", "arm_config", "ci_text", "verdict_word",
            "cost_error", "most_groups", "dynamic_sampling_verdict",
            "dynamic_sampling_short", "outcome_words", "trend_words", "slope_difference",
            "prompts_x_g_verdict", "difficulty_verdict", "adaptive_g_verdict",
-           "beta_verdict"]
+           "beta_verdict", "curve_agreement", "rewards_verdict", "temperature_pair_name",
+           "temperature_verdict", "length_bias_verdict"]
 
 #: Where dynamic sampling has work to do: an informative fraction q in this band (referee E8).
 Q_BAND = (0.2, 0.4)
@@ -312,4 +313,96 @@ def beta_verdict(learning: Sequence[Sequence[Mapping]], kl: Sequence[Mapping]) -
                       "runs can tell apart" if not any(r["differs"] and r["difference"] > 0
                                                        for r in rows)
                       else "some β > 0 beats β = 0 detectably",
+    }
+
+
+def curve_agreement(a: Mapping[int, Sequence[float]],
+                    b: Mapping[int, Sequence[float]]) -> tuple[int, list[int], int]:
+    """Do two arms' runs agree run for run? ``a``, ``b``: each seed's whole pass@1 curve
+    (every evaluation, the warm start first), not only its last point, which two different
+    runs can share by chance. Returns the seeds whose curves agree at every evaluation, per
+    seed the evaluations after the warm start before the first disagreement, and the
+    evaluations per run after the warm start. Used by: book/labs/03-remedies.md, "6."."""
+    first, last = [], 0
+    for k in a:
+        same = [x == y for x, y in zip(a[k], b[k], strict=True)]
+        first.append((same.index(False) if False in same else len(same)) - 1)
+        last = len(a[k]) - 1
+    return sum(f == len(a[k]) - 1 for f, k in zip(first, a, strict=True)), first, last
+
+
+def rewards_verdict(primary: Sequence[Mapping]) -> dict[str, str]:
+    """Item 6's verdicts in words, from its family on final pass@1 in the order of the
+    chapter's ``RW_PAIRS`` (3: partial credit − binary, 4: narrow − partial credit under std
+    normalization, 5: narrow mean-only − narrow std). "Supported" for the claim that 0/1
+    rewards are more robust only when partial credit is detectably worse.
+    Used by: book/labs/03-remedies.md, "6. Reward granularity and normalization"."""
+    partial, narrow, narrow_mean = primary[3], primary[4], primary[5]
+    moved = narrow["differs"] or narrow_mean["differs"]
+    granularity = ("not shown" if not partial["differs"] else
+                   "supported here" if partial["difference"] < 0 else "contradicted here")
+    return {
+        "narrow_reading": "as the ε term derived above predicts" if not narrow["differs"] else
+                          "more than the ε term derived above would suggest",
+        "std_verdict": "std normalization undoes the squeeze (asserted above), the squeezed "
+                       "reward trains like partial credit under it, and dropping the std "
+                       "division makes no detectable difference either" if not moved else
+                       "; ".join(w for w, r in (
+                           ("the squeezed reward trains differently from partial credit "
+                            "under std normalization", narrow),
+                           ("dropping the std division changes the narrow-reward runs",
+                            narrow_mean)) if r["differs"]),
+        "std_short": "True as arithmetic, no measurable effect on pass@1 here" if not moved
+                     else "True as arithmetic, and measurable here",
+        "granularity_short": granularity[0].upper() + granularity[1:],
+        "granularity_v": granularity,
+    }
+
+
+def temperature_pair_name(pair: tuple[str, str]) -> str:
+    """'T = 0.2 at G = 8' for the temperature item's pair ('T0.2-G8', 'T1.0-G8')."""
+    T, G = pair[0].removeprefix("T").split("-G")
+    return f"T = {T} at G = {G}"
+
+
+def temperature_verdict(pairs: Sequence[tuple[str, str]], gain: Sequence[Mapping],
+                        greedy: Sequence[Mapping], waste: str) -> dict[str, str]:
+    """Item 4's verdicts in words. ``pairs``: every temperature against T = 1 at the same
+    G; ``gain``, ``greedy``: their families on the pass@1 gain (primary) and on greedy
+    accuracy; ``waste``: the probe's verdict on wasted completions. The outcome is
+    "measurable" only when some contrast differs after Holm; the claimed sweet spot
+    T ∈ [0.7, 1.0] is supported only where T = 0.7 gains detectably more than T = 1.
+    Used by: book/labs/03-remedies.md, "4. Temperature"."""
+    hit = [temperature_pair_name(p) for rows in (gain, greedy)
+           for p, r in zip(pairs, rows, strict=True) if r["differs"]]
+    outcome = "unproven about outcomes" if not hit else "measurable in outcomes"
+    sweet = [temperature_pair_name(p) for p, r in zip(pairs, gain, strict=True)
+             if p[0].startswith("T0.7") and r["differs"] and r["difference"] > 0]
+    return {
+        "outcome": outcome, "short": f"{waste}, {outcome}",
+        "acc_verdict": "no pass@1 gain or greedy accuracy that these runs can detect" if not hit
+                       else f"a detected difference at {', '.join(sorted(set(hit)))}",
+        "sweet": "is supported at " + ", ".join(sweet) if sweet else
+                 "is not established here: T = 0.7 does not gain detectably more than T = 1 "
+                 "at either G",
+    }
+
+
+def length_bias_verdict(by_G: Sequence[Mapping],
+                        aggregation: Sequence[Mapping]) -> dict[str, str]:
+    """Item 7's verdicts in words. ``by_G``: the final completion length at G = 16 minus
+    G = 4 per loss aggregation (Holm over them); ``aggregation``: ``grpo`` and ``dr_grpo``
+    against ``dapo`` on the same length. "Supported" (a larger G amplifies the length
+    bias) only when some G = 16 − G = 4 contrast is detectably positive.
+    Used by: book/labs/03-remedies.md, "7. Length bias"."""
+    up = any(r["differs"] and r["difference"] > 0 for r in by_G)
+    return {
+        "agg_words": "makes no measurable difference" if not any(r["differs"]
+                                                                 for r in aggregation)
+                     else "makes a measurable difference",
+        "verdict_short": "Supported here" if up else "Not supported",
+        "verdict": "a larger G lengthened completions detectably here" if up else
+                   "a larger G did not amplify the length bias here"
+                   + (", and every estimate points the other way"
+                      if all(r["difference"] < 0 for r in by_G) else ""),
     }
