@@ -60,3 +60,57 @@ def test_committed_sweep():
     result = early_zero_variance(lab.summary(), lab.preset(), lab.steps())
     assert result["cells"] == len(lab.preset()["regimes"]) * len(lab.preset()["group_sizes"])
     assert 0 <= result["inside"] <= result["cells"]
+
+
+def _gstar(can_fail: bool, notes=(), verdict="agrees"):
+    return {"g_star": 2.78, "range": [2.0, 3.4], "max_rel_residual": 0.12,
+            "notes": list(notes),
+            "verdict": {"predicted_G": 2, "best": {"best": 4}, "verdict": verdict,
+                        "why": "within the margin",
+                        "regret_bootstrap": {"mean": 0.001, "low": 0.0, "high": 0.004},
+                        "power": {"mde": 0.012, "a_prediction_can_fail": can_fail}}}
+
+
+def test_gstar_report_rows_and_words():
+    from grpolab.labs.sweep.report import gstar_report
+
+    axis = {"regimes": {"mixed": {"g_star": _gstar(True)}, "hard": {"g_star": _gstar(True)}}}
+    out = gstar_report(axis)
+    assert [r[0] for r in out["rows"]] == ["mixed", "hard"]
+    assert out["rows"][0][1:4] == ["2.78", "[2.00, 3.40]", "12%"]
+    assert out["rows"][0][-2:] == ["yes", "agrees"]
+    assert out["glue"]["gstar_mixed"] == "2.78"
+    assert out["glue"]["gstar_verdict_hard"] == "agrees (within the margin)"
+    assert out["glue"]["gstar_power_words"] == ("In both regimes some grid G could have "
+                                                "failed the test.")
+    assert out["glue"]["gstar_binding"] == "The constraint does not bind in either regime."
+    assert out["notes"] == []
+
+
+def test_gstar_report_planted_powerless_binding_and_failed_fits():
+    from grpolab.labs.sweep.report import gstar_report
+
+    axis = {"regimes": {
+        "mixed": {"g_star": _gstar(False, ["the constraint binds at c3 = c1 + |g|^2"])},
+        "hard": {"g_star": {"error": "too few rows"}},
+        "easy": {}}}
+    out = gstar_report(axis)
+    assert [r[0] for r in out["rows"]] == ["mixed"] and out["rows"][0][-2] == "no"
+    assert out["glue"]["gstar_verdict_hard"] == "no verdict, since the fit failed (too few rows)"
+    assert out["glue"]["gstar_verdict_easy"] == ("no verdict, since the fit failed (no "
+                                                 "gradient-noise rows)")
+    assert out["glue"]["gstar_power_words"].startswith("In the mixed regime the largest regret")
+    assert "\"agrees\" is not available" in out["glue"]["gstar_power_words"]
+    assert out["glue"]["gstar_binding"].startswith("In the mixed regime the fit sits on")
+    assert out["notes"] == ["mixed: the constraint binds at c3 = c1 + |g|^2",
+                            "hard no G* fit: too few rows",
+                            "easy no G* fit: no gradient-noise rows"]
+    both = {"regimes": {r: {"g_star": _gstar(False, ["binds"])} for r in ("a", "b")}}
+    assert gstar_report(both)["glue"]["gstar_binding"].startswith("In both regimes")
+
+
+def test_gstar_report_on_the_committed_axis():
+    from grpolab.labs.sweep.report import gstar_report
+
+    out = gstar_report(lab_results.load("cpu-compute").compute_axis())
+    assert {r[0] for r in out["rows"]} == {"mixed", "hard"}

@@ -24,7 +24,7 @@ from grpolab.labs.common import save_figure
 
 __all__ = ["plot_sweep", "load_curves", "plot_accuracy", "plot_zero_variance",
            "plot_gradient_noise", "read_sweep_summary", "g_effects", "matched_completions",
-           "early_zero_variance"]
+           "early_zero_variance", "gstar_report"]
 
 
 
@@ -479,3 +479,58 @@ def early_zero_variance(summary: dict, preset: dict, steps: list[dict],
             rows.append([name, G, n, f"{k / n:.3f} [{lo:.3f}, {hi:.3f}]", f"{predicted:.3f}",
                          "yes" if ok else "no"])
     return {"rows": rows, "inside": int(inside), "cells": len(rows)}
+
+
+def _which_regimes(names: list[str], regimes: list[str]) -> str:
+    return "both regimes" if len(names) == len(regimes) else f"the {names[0]} regime"
+
+
+def gstar_report(axis: dict) -> dict:
+    """The G* check of a compute axis, per regime, for the table and the prose: each
+    regime's fitted G* = 1 + √(c₃/c₁), its bootstrap range, largest residual, the grid G it
+    predicts, the best measured G, the regret of the prediction against the best other G,
+    the test's MDE, whether any prediction could have failed, and the verdict
+    (:func:`grpolab.labs.stats.gstar_verdict`, computed by the sweep). Returns ``rows``
+    (one per regime with a fit), ``glue`` (``gstar_<regime>``, ``gstar_verdict_<regime>``,
+    ``gstar_power_words``, ``gstar_binding``) and ``notes`` (the fit's own, and why a fit
+    failed). "agrees" is unavailable where no grid G could have failed the test; the
+    constraint c₃ ≥ c₁ + ‖∇J‖² "binds" where the fit notes say so.
+
+    ``axis``: ``compute_axis.json``. Derived in: book/labs/05-compute-axis.md, "G*".
+    """
+    regimes = list(axis["regimes"])
+    rows, glue, notes = [], {}, []
+    for regime in regimes:
+        g = axis["regimes"][regime].get("g_star")
+        if not g or "error" in g:
+            why = (g or {}).get("error", "no gradient-noise rows")
+            notes.append(f"{regime} no G* fit: {why}")
+            glue[f"gstar_verdict_{regime}"] = f"no verdict, since the fit failed ({why})"
+            continue
+        v = g["verdict"]
+        rng = g.get("range")
+        rb = v["regret_bootstrap"]
+        rows.append([regime, f"{g['g_star']:.2f}",
+                     "–" if rng is None else f"[{rng[0]:.2f}, {rng[1]:.2f}]",
+                     f"{g['max_rel_residual']:.0%}", v["predicted_G"], v["best"]["best"],
+                     f"{rb['mean']:+.4f} [{rb['low']:+.4f}, {rb['high']:+.4f}]",
+                     f"{v['power']['mde']:.4f}", "yes" if v["power"]["a_prediction_can_fail"]
+                     else "no", v["verdict"]])
+        glue[f"gstar_{regime}"] = f"{g['g_star']:.2f}"
+        glue[f"gstar_verdict_{regime}"] = f"{v['verdict']} ({v['why']})"
+        notes += [f"{regime}: {note}" for note in g["notes"]]
+    powerless = [r for r in regimes if "verdict" in axis["regimes"][r].get("g_star", {})
+                 and not axis["regimes"][r]["g_star"]["verdict"]["power"]["a_prediction_can_fail"]]
+    glue["gstar_power_words"] = (
+        f"In {_which_regimes(powerless, regimes)} the largest regret any grid G has is below "
+        "the margin plus the test's MDE, so no prediction could have failed there, and "
+        "\"agrees\" is not available." if powerless else
+        "In both regimes some grid G could have failed the test.")
+    binding = [r for r in regimes if any("binds" in n for n in
+                                         axis["regimes"][r].get("g_star", {}).get("notes", []))]
+    glue["gstar_binding"] = (
+        f"In {_which_regimes(binding, regimes)} the fit sits on that constraint: the measured "
+        "noise alone would put c₃ below c₁ + ‖∇J‖², which the model rules out; on the "
+        "constraint, G* = 1 + √(1 + ‖∇J‖²/c₁) ≈ 2, the smallest G the model allows."
+        if binding else "The constraint does not bind in either regime.")
+    return {"rows": rows, "glue": glue, "notes": notes}
