@@ -114,3 +114,34 @@ def test_gstar_report_on_the_committed_axis():
 
     out = gstar_report(lab_results.load("cpu-compute").compute_axis())
     assert {r[0] for r in out["rows"]} == {"mixed", "hard"}
+
+
+def _gap_summary(gaps_by_G: dict[int, float], plugin: float, unbiased: float = 0.02):
+    runs = [{"regime": "mixed", "G": G, "seed": s, "zero_variance_abs_gap": g + 0.002 * s}
+            for G, g in gaps_by_G.items() for s in (0, 1)]
+    runs.append({"regime": "mixed", "G": 2, "seed": 9, "zero_variance_abs_gap": None})
+    return {"runs": runs, "regimes": {"mixed": {
+        "zero_variance_mean_abs_gap_plugin": plugin, "zero_variance_mean_abs_gap": unbiased}}}
+
+
+def test_zero_variance_gaps_turn_with_the_planted_trend_and_plugin():
+    from grpolab.labs.sweep.report import zero_variance_gaps
+
+    grows = zero_variance_gaps(_gap_summary({2: 0.01, 4: 0.02, 8: 0.04}, plugin=0.04))
+    assert grows["growth"] == ["mixed: grows with G (0.011 at G = 2, 0.041 at G = 8)"]
+    assert grows["by_G"]["mixed"][4] == pytest.approx(0.021)
+    assert grows["plugin_verdict"] == "larger than" and grows["plugin_ratio"] == "2.0 to 2.0"
+    shrinks = zero_variance_gaps(_gap_summary({2: 0.04, 4: 0.02, 8: 0.01}, plugin=0.01))
+    assert shrinks["growth"][0].startswith("mixed: shrinks with G")
+    assert shrinks["plugin_verdict"] == "smaller than"
+    flat = zero_variance_gaps(_gap_summary({2: 0.02, 4: 0.03, 8: 0.02}, plugin=0.02))
+    assert flat["growth"][0].startswith("mixed: has no clear trend in G")
+    assert flat["plugin_verdict"] == "about the same as"
+
+
+def test_trend_words():
+    from grpolab.labs.stats import trend_words
+
+    t = {"slope_per_doubling": -0.02, "low": -0.03, "high": -0.01, "p_value": 0.01}
+    assert trend_words(t) == "falls with G (-0.0200 per doubling, 95% CI [-0.0300, -0.0100])"
+    assert trend_words({**t, "p_value": 0.2}).startswith("shows no detectable trend in G")

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from grpolab import theory
+from grpolab.labs.stats import trend_words  # re-exported: the remedies chapter reads it here
 
 __all__ = ["Q_BAND", "COST_TOLERANCE", "arm_config", "ci_text", "verdict_word",
            "secondary_words", "family_glue", "census_q", "in_band", "observed_q",
@@ -186,15 +187,6 @@ def outcome_words(rows_by_metric: Mapping[str, Sequence[Mapping]], i: int) -> st
             for m, rows in rows_by_metric.items() if rows[i]["differs"]]
     return ("no detectable difference in pass@1 (final, first evaluation or run mean)"
             if not hits else "a detected " + " and ".join(hits))
-
-
-def trend_words(trend: Mapping) -> str:
-    """A trend in log₂ G (:func:`grpolab.labs.stats.trend_in_log2_G`) in words: its
-    direction under the declared test, slope per doubling and 95% interval."""
-    from grpolab.labs.stats import trend_direction
-
-    return (f"{trend_direction(trend)} ({trend['slope_per_doubling']:+.4f} per doubling, "
-            f"95% CI [{trend['low']:+.4f}, {trend['high']:+.4f}])")
 
 
 def slope_difference(item: Mapping, sweep: Mapping) -> dict[str, str]:

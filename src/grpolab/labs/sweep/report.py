@@ -24,7 +24,7 @@ from grpolab.labs.common import save_figure
 
 __all__ = ["plot_sweep", "load_curves", "plot_accuracy", "plot_zero_variance",
            "plot_gradient_noise", "read_sweep_summary", "g_effects", "matched_completions",
-           "early_zero_variance", "gstar_report"]
+           "early_zero_variance", "gstar_report", "zero_variance_gaps"]
 
 
 
@@ -534,3 +534,35 @@ def gstar_report(axis: dict) -> dict:
         "constraint, G* = 1 + √(1 + ‖∇J‖²/c₁) ≈ 2, the smallest G the model allows."
         if binding else "The constraint does not bind in either regime.")
     return {"rows": rows, "glue": glue, "notes": notes}
+
+
+def zero_variance_gaps(summary: dict) -> dict:
+    """How far the running prediction of the zero-variance fraction missed, per regime:
+    the mean |observed − predicted| by G (``by_G``), the plug-in estimate's gap relative to
+    the unbiased one's (``ratios``), and whether the gap grows with G (|ρ| > 0.5 between
+    log₂ G and the gap; ``growth``). ``plugin_verdict``: the plug-in gap is "smaller than",
+    "larger than" or "about the same as" the unbiased one's in every regime.
+
+    ``summary``: ``summary.json``. Derived in: book/labs/01-g-sweep.md, "The zero-variance
+    fraction".
+    """
+    by_regime, ratios, growth = {}, [], []
+    for name, info in summary["regimes"].items():
+        ratios.append(info["zero_variance_mean_abs_gap_plugin"]
+                      / info["zero_variance_mean_abs_gap"])
+        by_G: dict[int, list[float]] = {}
+        for r in summary["runs"]:
+            if r["regime"] == name and r["zero_variance_abs_gap"] is not None:
+                by_G.setdefault(int(r["G"]), []).append(r["zero_variance_abs_gap"])
+        Gs = sorted(by_G)
+        g = [float(np.mean(by_G[G])) for G in Gs]
+        rho = float(np.corrcoef(np.log2(Gs), g)[0, 1])
+        trend = ("grows with G" if rho > 0.5 else "shrinks with G" if rho < -0.5
+                 else "has no clear trend in G")
+        growth.append(f"{name}: {trend} ({g[0]:.3f} at G = {Gs[0]}, {g[-1]:.3f} at "
+                      f"G = {Gs[-1]})")
+        by_regime[name] = dict(zip(Gs, g, strict=True))
+    return {"by_G": by_regime, "ratios": ratios, "growth": growth,
+            "plugin_ratio": f"{min(ratios):.1f} to {max(ratios):.1f}",
+            "plugin_verdict": "smaller than" if max(ratios) < 1 else "larger than"
+                              if min(ratios) > 1 else "about the same as"}
