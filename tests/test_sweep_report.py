@@ -145,3 +145,14 @@ def test_trend_words():
     t = {"slope_per_doubling": -0.02, "low": -0.03, "high": -0.01, "p_value": 0.01}
     assert trend_words(t) == "falls with G (-0.0200 per doubling, 95% CI [-0.0300, -0.0100])"
     assert trend_words({**t, "p_value": 0.2}).startswith("shows no detectable trend in G")
+
+
+def test_clipped_share_counts_steps_above_the_clip():
+    from grpolab.labs.sweep.report import clipped_share
+
+    steps = [{"regime": "mixed", "G": "2", "grad_norm": "1.5"},
+             {"regime": "mixed", "G": "2", "grad_norm": "0.5"},
+             {"regime": "mixed", "G": "8", "grad_norm": "1.0"},  # at the clip: not above it
+             {"regime": "hard", "G": "2", "grad_norm": "3.0"}]
+    assert clipped_share(steps, 1.0) == {("mixed", 2): 0.5, ("mixed", 8): 0.0, ("hard", 2): 1.0}
+    assert clipped_share(steps, 0.1)[("mixed", 8)] == 1.0

@@ -24,7 +24,8 @@ from grpolab.labs.common import save_figure
 
 __all__ = ["plot_sweep", "load_curves", "plot_accuracy", "plot_zero_variance",
            "plot_gradient_noise", "read_sweep_summary", "g_effects", "matched_completions",
-           "early_zero_variance", "gstar_report", "zero_variance_gaps"]
+           "early_zero_variance", "gstar_report", "zero_variance_gaps",
+           "clipped_share"]
 
 
 
@@ -566,3 +567,15 @@ def zero_variance_gaps(summary: dict) -> dict:
             "plugin_ratio": f"{min(ratios):.1f} to {max(ratios):.1f}",
             "plugin_verdict": "smaller than" if max(ratios) < 1 else "larger than"
                               if min(ratios) > 1 else "about the same as"}
+
+
+def clipped_share(steps: list[dict], max_grad_norm: float) -> dict[tuple[str, int], float]:
+    """The share of logged steps whose gradient norm before clipping exceeded
+    ``max_grad_norm``, per (regime, G), from ``steps.csv`` rows
+    (:meth:`grpolab.labs.lab_results.LabResults.steps`).
+    Used by: book/theory/09-loss-aggregation.md, "Clipping"."""
+    out: dict[tuple[str, int], list[bool]] = {}
+    for row in steps:
+        out.setdefault((row["regime"], int(row["G"])), []).append(
+            float(row["grad_norm"]) > max_grad_norm)
+    return {key: float(np.mean(v)) for key, v in out.items()}
