@@ -18,9 +18,9 @@ ever of the wrong type.
 - :func:`read_gradient_noise`: ``gradient_noise.json`` (rows per regime);
 - :func:`read_compute_axis`: ``compute_axis.json``.
 
-Each takes the file or the folder holding it. The chapters read their committed results
-through these (book/labs/01-g-sweep.md, 03-remedies.md, 05-compute-axis.md,
-book/theory/09-loss-aggregation.md), and ``grpolab book build`` checks every committed
+Each takes the file or the folder holding it. The chapters reach them through the one
+reader of committed results by folder name, :mod:`grpolab.labs.lab_results`
+(``load("cpu-full").summary()``), and ``grpolab book build`` checks every committed
 results file with them before a page runs.
 
 numpy-free beyond :mod:`grpolab._files`; no torch.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 __all__ = ["CLIError", "answer_lines", "check_model_cache", "check_out_dir", "check_threads",
-           "check_distinct"]
+           "check_distinct", "open_answers"]
 
 
 class CLIError(Exception):
@@ -89,6 +89,41 @@ def answer_lines(stream, name: str):
             raise CLIError(f"--answers: cannot read {name} ({exc.strerror or exc}); nothing "
                            "more was answered") from None
         yield line
+
+
+def open_answers(answers: str | None, prompt: str = ""):
+    """Where a practice session (``grpolab quiz``, ``grpolab drill``) reads its answers:
+    ``(lines, handle, interactive)``. The lines of the file ``--answers`` names (``handle``:
+    the open file, for the caller to close) or of stdin (``-``, or stdin not a terminal),
+    lines starting with ``#`` skipped as comments; else typed answers, ``input(prompt)``
+    until end of input (Ctrl-D), and ``interactive`` True. A file that cannot be opened is
+    one line naming it."""
+    import sys
+
+    if answers is not None and answers != "-":
+        try:
+            handle = open(answers, encoding="utf-8")  # noqa: SIM115 - the caller closes it
+        except OSError as exc:
+            raise CLIError(f"--answers: cannot read {answers!r}: {exc.strerror}") from None
+        return _uncommented(answer_lines(handle, answers)), handle, False
+    if answers == "-" or not sys.stdin.isatty():
+        return _uncommented(answer_lines(sys.stdin, "stdin")), None, False
+    return _typed(prompt), None, True
+
+
+def _uncommented(lines):
+    for line in lines:
+        if not line.lstrip().startswith("#"):
+            yield line
+
+
+def _typed(prompt: str):
+    """Interactive answers: ``input(prompt)``; end of input (Ctrl-D) ends the iterator."""
+    while True:
+        try:
+            yield input(prompt)
+        except EOFError:
+            return
 
 
 def check_model_cache(model: str) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from grpolab.cli._parsers import add_command
+
 #: The allocation rules and their objectives, for --help (grpolab.allocation.ALLOCATION_RULES;
 #: written out here so that --help imports no numpy; a test keeps the two equal).
 _RULES = {
@@ -17,20 +19,22 @@ _RULES = {
 }
 
 
+#: ``grpolab advise``: its line in the command list, and its ``--help``.
+HELP = "recommend a G from per-prompt pass rates or a TRL log (frac_reward_zero_std)"
+DESCRIPTION = """\
+Evaluate each G at a fixed budget of completions per step: expected zero-variance fraction
+E[p^G + (1-p)^G], informative prompts per step, completions per informative group,
+dynamic-sampling cost, and (with --noise) the gradient MSE and G* = 1 + sqrt(c3/c1) (the
+paper's sqrt(c3/c1) is its leading order). The G maximises the expected informative prompts
+per step at the fixed budget (the largest G within 10% of the best), or the gradient MSE
+with --noise; --total-completions raises it as compute grows (IsoCompute). Then filtering /
+adaptive G / dynamic sampling, what to monitor, and a TRL GRPOConfig to copy, each with its
+reason. See book/capstone/01-choosing-g.md.
+"""  # argparse joins the lines into one paragraph
+
+
 def register(sub) -> None:
-    p = sub.add_parser(
-        "advise",
-        help="recommend a G from per-prompt pass rates or a TRL log (frac_reward_zero_std)",
-        description="Evaluate each G at a fixed budget of completions per step: expected "
-        "zero-variance fraction E[p^G + (1-p)^G], informative prompts per step, completions per "
-        "informative group, dynamic-sampling cost, and (with --noise) the gradient MSE and "
-        "G* = 1 + sqrt(c3/c1) (the paper's sqrt(c3/c1) is its leading order). The G maximises "
-        "the expected informative prompts per step at the fixed budget (the largest G within "
-        "10% of the best), or the gradient MSE with --noise; --total-completions raises it "
-        "as compute grows (IsoCompute). Then filtering / adaptive G / dynamic sampling, what "
-        "to monitor, and a TRL GRPOConfig to copy, each with its reason. "
-        "See book/capstone/01-choosing-g.md.",
-    )
+    p = add_command(sub, "advise", HELP, DESCRIPTION)
     p.add_argument("--pass-rates", required=True, metavar="FILE",
                    help="CSV (pass_rate, or successes + samples; a prompt_id column for --keep) "
                    "or JSON of per-prompt pass rates (the pass_rates.json census format too), "

@@ -6,13 +6,14 @@ import argparse
 import os
 import time
 
+from grpolab.cli._parsers import add_command_group
+
 
 def register(sub) -> None:
-    p = sub.add_parser("book", help="build the Jupyter Book (theory, labs, interview prep)",
-                       description="Build the book with Jupyter Book 1.x. Every chapter is "
-                       "executed; a warning, a broken reference or a cell error fails the build.")
-    book_sub = p.add_subparsers(dest="book_command", metavar="ACTION")
-    book_sub.required = True
+    book_sub = add_command_group(
+        sub, "book", "build the Jupyter Book (theory, labs, interview prep)",
+        "Build the book with Jupyter Book 1.x. Every chapter is executed; a warning, a broken "
+        "reference or a cell error fails the build.", dest="book_command", metavar="ACTION")
     b = book_sub.add_parser("build", help="build the HTML book and print the index.html to open",
                             description="Build the HTML book into DIR/_build/html (the "
                             "execution cache lives in DIR/_build/.jupyter_cache).")

@@ -12,32 +12,33 @@ import random
 import sys
 
 from grpolab.cli._checks import CLIError
+from grpolab.cli._parsers import add_command, add_replay_arguments
+
+#: ``grpolab drill``: its line in the command list, and its ``--help``.
+HELP = "mock interview: follow-up chains, rubrics you tick, numeric checks, spaced review"
+DESCRIPTION = """\
+A mock interview on GRPO's group size G. It opens with a question from the interview cards
+and follows up as they do, mixing conceptual items (type your answer, then tick the rubric
+points you hit) with numeric ones (checked automatically). It ends with a score per topic
+and the pages to reread. Results go to a progress file (Leitner boxes), so the next session
+favours what you missed. Interactively q quits and Ctrl-C stops with the partial score. With
+--answers FILE, or when stdin is not a terminal, each conceptual item reads two lines
+(answer, then points hit such as '1 3', 'a' or empty) and each numeric item one line; lines
+starting with # are ignored.
+"""  # argparse joins the lines into one paragraph
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "drill",
-        help="mock interview: follow-up chains, rubrics you tick, numeric checks, spaced review",
-        description="A mock interview on GRPO's group size G. It opens with a question from "
-        "the interview cards and follows up as they do, mixing conceptual items (type your "
-        "answer, then tick the rubric points you hit) with numeric ones (checked "
-        "automatically). It ends with a score per topic and the pages to reread. Results go "
-        "to a progress file (Leitner boxes), so the next session favours what you missed. "
-        "Interactively q quits and Ctrl-C stops with the partial score. With --answers FILE, "
-        "or when stdin is not a terminal, each conceptual item reads two lines (answer, "
-        "then points hit such as '1 3', 'a' or empty) and each numeric item one line; lines "
-        "starting with # are ignored.",
-    )
+    p = add_command(sub, "drill", HELP, DESCRIPTION)
     p.add_argument("--chain", default=None, metavar="ID",
                    help="only this interview chain (see --list)")
     p.add_argument("--n", type=int, default=None, metavar="N",
                    help="ask at most N items (default: every due item of the chosen chains)")
     p.add_argument("--all", action="store_true", dest="review_all",
                    help="ask every step, not only the items due for review")
-    p.add_argument("--seed", type=int, default=None, metavar="S",
-                   help="seed for the randomized numeric questions (default: random, printed)")
-    p.add_argument("--answers", metavar="FILE", default=None,
-                   help="read answers from FILE ('-' = stdin)")
+    add_replay_arguments(
+        p, seed_help="seed for the randomized numeric questions (default: random, printed)",
+        answers_help="read answers from FILE ('-' = stdin)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--progress", metavar="PATH", default=None,
                        help="progress file (default: $XDG_DATA_HOME/grpolab/drill-progress.json "
@@ -46,21 +47,6 @@ def register(sub) -> None:
                        help="do not read or write a progress file")
     p.add_argument("--list", action="store_true", help="list the chains and their steps, and exit")
     p.set_defaults(func=run)
-
-
-def _lines(lines):
-    for line in lines:
-        if not line.lstrip().startswith("#"):
-            yield line
-
-
-def _prompts():
-    """Interactive answers: the engine prints the prompt, input() reads the line."""
-    while True:
-        try:
-            yield input()
-        except EOFError:
-            return
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,25 +76,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _session(args, rubrics, progress, path) -> int:
-    from grpolab.cli._checks import answer_lines
+    from grpolab.cli._checks import open_answers
     from grpolab.drill.interview import plan, run_interview
 
     steps = plan(rubrics, progress, chain=args.chain, max_items=args.n,
                  review_all=args.review_all)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
 
-    handle = None
-    if args.answers is not None and args.answers != "-":
-        try:
-            handle = open(args.answers, encoding="utf-8")  # noqa: SIM115 - closed below
-        except OSError as exc:
-            raise CLIError(f"--answers: cannot read {args.answers!r}: {exc.strerror}") from None
-        answers = _lines(answer_lines(handle, args.answers))
-        interactive = False
-    elif args.answers == "-" or not sys.stdin.isatty():
-        answers, interactive = _lines(answer_lines(sys.stdin, "stdin")), False
-    else:
-        answers, interactive = _prompts(), True
+    # the engine prints each prompt itself
+    answers, handle, interactive = open_answers(args.answers)
 
     saved = f"progress: {path}" if path else "progress: not saved (--no-progress)"
     print(f"grpolab drill: {len(steps)} item(s), seed {seed}; {saved}"

@@ -16,16 +16,15 @@ import argparse
 
 from grpolab.cli import _pass_rates, _train
 from grpolab.cli._config_args import add_config_arguments, config_overrides
+from grpolab.cli._parsers import add_command_group
 from grpolab.grpo.config import GRPOConfig
 
 
 def register(sub) -> None:
-    lab = sub.add_parser("lab", help="GRPO labs: the G sweep on a small model",
-                         description="GRPO labs: train at several G from one warm start and put "
-                         "the measurements next to the theory.")
-    lab_sub = lab.add_subparsers(dest="lab_command", metavar="LAB_COMMAND",
-                                 parser_class=type(lab))
-    lab_sub.required = True
+    lab_sub = add_command_group(sub, "lab", "GRPO labs: the G sweep on a small model",
+                                "GRPO labs: train at several G from one warm start and put the "
+                                "measurements next to the theory.",
+                                dest="lab_command", metavar="LAB_COMMAND")
 
     sw = lab_sub.add_parser("sweep", help="run (or resume) a G sweep",
                             description="Run every (regime, G, seed) of a preset from one shared "

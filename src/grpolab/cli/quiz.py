@@ -10,52 +10,37 @@ import argparse
 import random
 import sys
 
+from grpolab.cli._parsers import add_command, add_replay_arguments
+
+#: ``grpolab quiz``: its line in the command list, and its ``--help``.
+HELP = "practise: randomized questions on G, zero-variance groups, advantages and cost"
+DESCRIPTION = """\
+Randomized practice questions generated from grpolab.theory. Each answer is checked with a
+tolerance and explained with its formula; the score is kept. Answers may be numbers,
+percentages or fractions (0.25, 25%, 1/4). Interactively, type s to skip and q to quit;
+Ctrl-C prints the score so far. With --answers FILE, or when stdin is not a terminal, one
+answer is read per line. For a mock interview with conceptual follow-ups and rubrics, see
+'grpolab drill'.
+"""  # argparse joins the lines into one paragraph
+
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "quiz",
-        help="practise: randomized questions on G, zero-variance groups, advantages and cost",
-        description="Randomized practice questions generated from grpolab.theory. Each answer "
-        "is checked with a tolerance and explained with its formula; the score is kept. "
-        "Answers may be numbers, percentages or fractions (0.25, 25%, 1/4). Interactively, "
-        "type s to skip and q to quit; Ctrl-C prints the score so far. With --answers FILE, "
-        "or when stdin is not a terminal, one answer is read per line. For a mock interview "
-        "with conceptual follow-ups and rubrics, see 'grpolab drill'.",
-    )
+    p = add_command(sub, "quiz", HELP, DESCRIPTION)
     p.add_argument("--n", type=int, default=5, metavar="N",
                    help="number of questions (default: 5)")
-    p.add_argument("--seed", type=int, default=None, metavar="S",
-                   help="random seed; the same seed gives the same questions (default: random, "
-                   "printed so you can replay it)")
-    p.add_argument("--answers", metavar="FILE", default=None,
-                   help="read answers from FILE, one per line ('-' = stdin; lines starting "
-                   "with # are ignored)")
+    add_replay_arguments(
+        p, seed_help="random seed; the same seed gives the same questions (default: random, "
+        "printed so you can replay it)",
+        answers_help="read answers from FILE, one per line ('-' = stdin; lines starting with # "
+        "are ignored)")
     p.add_argument("--kind", action="append", default=None, metavar="KIND",
                    help="only ask this kind of question (repeatable); see --list-kinds")
     p.add_argument("--list-kinds", action="store_true", help="list the question kinds and exit")
     p.set_defaults(func=run)
 
 
-def _lines(stream, name: str):
-    """Answer lines from a file or pipe, skipping # comments; each line is bounded
-    (:func:`grpolab._files.read_lines`), so ``--answers /dev/zero`` is one error line."""
-    from grpolab.cli._checks import answer_lines
-
-    for line in answer_lines(stream, name):
-        if not line.lstrip().startswith("#"):
-            yield line
-
-
-def _prompts():
-    """Interactive answers: input() with a prompt; end of input (Ctrl-D) ends the iterator."""
-    while True:
-        try:
-            yield input("answer> ")
-        except EOFError:
-            return
-
-
 def run(args: argparse.Namespace) -> int:
+    from grpolab.cli._checks import open_answers
     from grpolab.drill.quiz import KINDS, generate_questions, run_session
     from grpolab.drill.terminal import plain
 
@@ -74,17 +59,7 @@ def run(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
     questions = generate_questions(args.n, seed, args.kind)
 
-    handle = None
-    if args.answers is not None and args.answers != "-":
-        try:
-            handle = open(args.answers, encoding="utf-8")  # noqa: SIM115 - closed below
-        except OSError as exc:
-            raise ValueError(f"--answers: cannot read {args.answers!r}: {exc.strerror}") from None
-        answers, interactive = _lines(handle, args.answers), False
-    elif args.answers == "-" or not sys.stdin.isatty():
-        answers, interactive = _lines(sys.stdin, "stdin"), False
-    else:
-        answers, interactive = _prompts(), True
+    answers, handle, interactive = open_answers(args.answers, "answer> ")
 
     print(f"grpolab quiz: {args.n} question(s), seed {seed}"
           + (" (s = skip, q = quit, Ctrl-C = stop)" if interactive else ""))

@@ -11,22 +11,26 @@ import argparse
 import os
 
 from grpolab.cli._config_args import add_config_arguments, config_overrides
+from grpolab.cli._parsers import add_command
 
 ITEM_NAMES = ("dynamic-sampling", "difficulty", "adaptive-g", "temperature", "beta", "rewards",
               "length-bias", "prompts-x-g")
 REMEDY_PREFIX = "remedy."
 
 
+#: ``grpolab remedies``: its line in the command list, and its ``--help``.
+HELP = "run a remedy / interaction lab (dynamic sampling, difficulty, adaptive G, ...)"
+DESCRIPTION = """\
+Train the tiny model with GRPO plus one remedy or knob for every arm and seed of a lab item,
+at a fixed budget of completions. Resumable: finished runs are skipped. Writes
+DIR/results.json (per-arm means and seed spreads) and plots. The flags after the first group
+are fields of the remedy (Remedy) and of GRPOConfig, applied to every arm; a field the
+item's arms vary is refused.
+"""  # argparse joins the lines into one paragraph
+
+
 def register(sub) -> None:
-    p = sub.add_parser(
-        "remedies",
-        help="run a remedy / interaction lab (dynamic sampling, difficulty, adaptive G, ...)",
-        description="Train the tiny model with GRPO plus one remedy or knob for every arm and "
-        "seed of a lab item, at a fixed budget of completions. Resumable: finished runs are "
-        "skipped. Writes DIR/results.json (per-arm means and seed spreads) and plots. The "
-        "flags after the first group are fields of the remedy (Remedy) and of GRPOConfig, "
-        "applied to every arm; a field the item's arms vary is refused.",
-    )
+    p = add_command(sub, "remedies", HELP, DESCRIPTION)
     p.add_argument("--item", choices=ITEM_NAMES, help="which lab to run")
     p.add_argument("--out", default=None, help="output directory (default: runs/remedies/ITEM)")
     p.add_argument("--seeds", type=int, nargs="+", default=None, metavar="S",

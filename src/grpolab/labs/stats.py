@@ -33,7 +33,8 @@ __all__ = ["t_interval", "trend_in_log2_G", "contrast", "holm", "pairwise_contra
            "g_verdict", "curvature_in_log2_G", "crossing_test", "best_G_with_ties",
            "prompt_bootstrap_trend", "gstar_verdict", "GSTAR_MARGIN", "trend_direction",
            "minimum_detectable_effect", "tost", "EQUIVALENCE_MARGIN", "POWER",
-           "plateau_precondition", "PLATEAU_GAIN", "matched_compute_trend"]
+           "plateau_precondition", "PLATEAU_GAIN", "matched_compute_trend", "wilson_interval",
+           "trend_words"]
 
 
 def _clean(values, name: str) -> np.ndarray:
@@ -43,6 +44,19 @@ def _clean(values, name: str) -> np.ndarray:
     if not np.isfinite(x).all():
         raise ValueError(f"{name} must be finite, got {values!r}")
     return x
+
+
+def wilson_interval(k: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval (95% at the default ``z``) of a binomial proportion k/n:
+    unlike p ± z·se it stays inside [0, 1] and does not collapse at k = 0 or k = n.
+
+    Used by: book/labs/01-g-sweep.md (the zero-variance fraction of the first steps)."""
+    if n <= 0 or not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n and n > 0, got k = {k}, n = {n}")
+    p = k / n
+    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return mid - half, mid + half
 
 
 def t_interval(values: Sequence[float], confidence: float = 0.95) -> dict:
@@ -157,6 +171,14 @@ def trend_direction(trend: dict, alpha: float = 0.05) -> str:
     if trend["p_value"] >= alpha:
         return "shows no detectable trend in G"
     return "rises with G" if trend["slope_per_doubling"] > 0 else "falls with G"
+
+
+def trend_words(trend: dict) -> str:
+    """A :func:`trend_in_log2_G` result in words: its direction under the declared test
+    (:func:`trend_direction`), slope per doubling and 95% interval.
+    Used by: book/labs/01-g-sweep.md, book/labs/03-remedies.md."""
+    return (f"{trend_direction(trend)} ({trend['slope_per_doubling']:+.4f} per doubling, "
+            f"95% CI [{trend['low']:+.4f}, {trend['high']:+.4f}])")
 
 
 def _p_value(ci: dict) -> float | None:

@@ -24,7 +24,7 @@ PRIMARY_METRIC = "final_sampled_accuracy"
 __all__ = ["aggregate_item", "dynamic_sampling_theory", "SIDE_METRIC", "plot_item",
            "PRIMARY_METRIC",
            "results_root", "load_results", "arm_table", "compare", "compare_family", "publish",
-           "reproduce_command", "display_item", "table_html", "show_table"]
+           "reproduce_command", "display_item", "display_figure", "table_html", "show_table"]
 
 
 # ----------------------------------------------------------------------------- file schemas
@@ -486,17 +486,27 @@ def display_item(item: str, metrics: dict[str, str] | None = None, *, plot: str 
                  root: str | None = None) -> dict | None:
     """For the book: show an item's table (mean ± sd over seeds) and plot, or say plainly
     that it has not been measured yet and how to measure it. Returns the results or None."""
-    from IPython.display import Image, Markdown, display
+    from IPython.display import Markdown, display
 
     res = load_results(item, root)
     if res is None:
         display(Markdown(f"**Not yet measured.** Run `{reproduce_command(item)}`."))
         return None
     show_table(arm_table(res, metrics))
-    path = os.path.join(root or results_root(), item, plot)
-    if os.path.isfile(path):
-        display(Image(filename=path))
+    display_figure(item, plot, root)
     return res
+
+
+def display_figure(item: str, name: str, root: str | None = None) -> bool:
+    """For the book: show the committed figure ``name`` of an item (``probe.png``,
+    ``results.png``) when it exists; whether it did. Used by: book/labs/03-remedies.md."""
+    from IPython.display import Image, display
+
+    path = os.path.join(root or results_root(), item, name)
+    if not os.path.isfile(path):
+        return False
+    display(Image(filename=path))
+    return True
 
 
 def table_html(md: str) -> str:

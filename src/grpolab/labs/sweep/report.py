@@ -23,7 +23,9 @@ from grpolab.labs.common import FIGURE_WIDTH as WIDTH
 from grpolab.labs.common import save_figure
 
 __all__ = ["plot_sweep", "load_curves", "plot_accuracy", "plot_zero_variance",
-           "plot_gradient_noise", "read_sweep_summary", "g_effects", "matched_completions"]
+           "plot_gradient_noise", "read_sweep_summary", "g_effects", "matched_completions",
+           "early_zero_variance", "gstar_report", "zero_variance_gaps",
+           "clipped_share"]
 
 
 
@@ -442,3 +444,138 @@ def g_effects(summary: dict, rows: list[dict]) -> list[str]:
                          f"[{m['low']:+.4f}, {m['high']:+.4f}] over {len(m['seeds'])} seeds: "
                          f"{what}")
     return lines
+
+
+def early_zero_variance(summary: dict, preset: dict, steps: list[dict],
+                        last_step: int = 10) -> dict:
+    """The clean test of p^G + (1 − p)^G: the closed form at the warm start against the
+    zero-variance fraction observed in steps 1 to ``last_step`` (every logged step, all
+    seeds), with a 95% Wilson interval; the groups of one step are distinct prompts, so
+    they count as independent trials.
+
+    ``summary``: ``summary.json``; ``preset``: ``sweep.json``'s preset; ``steps``:
+    ``steps.csv`` rows (:meth:`grpolab.labs.lab_results.LabResults.steps`). Returns
+    ``rows`` (regime, G, groups, observed with interval, closed form, "yes"/"no"),
+    ``inside`` (cells whose interval holds the closed form) and ``cells``.
+
+    Derived in: book/labs/01-g-sweep.md, "The zero-variance fraction".
+    """
+    from grpolab.labs.stats import wilson_interval
+
+    rows, inside = [], 0
+    for name in summary["regimes"]:
+        theory = summary["regimes"][name]["zero_variance_at_warm_start_theory"]
+        spec = next(r for r in preset["regimes"] if r["name"] == name)
+        for G in preset["group_sizes"]:
+            mine = [x for x in steps if x["regime"] == name and int(x["G"]) == G
+                    and int(x["step"]) <= last_step]
+            groups_per_step = (spec["budget"] // G if spec["mode"] == "budget"
+                               else spec["prompts_per_step"])
+            n = groups_per_step * len(mine)
+            k = sum(float(x["zero_variance_observed"]) * groups_per_step for x in mine)
+            lo, hi = wilson_interval(k, n)
+            predicted = theory[str(G)] if str(G) in theory else theory[G]
+            ok = bool(lo <= predicted <= hi)
+            inside += ok
+            rows.append([name, G, n, f"{k / n:.3f} [{lo:.3f}, {hi:.3f}]", f"{predicted:.3f}",
+                         "yes" if ok else "no"])
+    return {"rows": rows, "inside": int(inside), "cells": len(rows)}
+
+
+def _which_regimes(names: list[str], regimes: list[str]) -> str:
+    return "both regimes" if len(names) == len(regimes) else f"the {names[0]} regime"
+
+
+def gstar_report(axis: dict) -> dict:
+    """The G* check of a compute axis, per regime, for the table and the prose: each
+    regime's fitted G* = 1 + √(c₃/c₁), its bootstrap range, largest residual, the grid G it
+    predicts, the best measured G, the regret of the prediction against the best other G,
+    the test's MDE, whether any prediction could have failed, and the verdict
+    (:func:`grpolab.labs.stats.gstar_verdict`, computed by the sweep). Returns ``rows``
+    (one per regime with a fit), ``glue`` (``gstar_<regime>``, ``gstar_verdict_<regime>``,
+    ``gstar_power_words``, ``gstar_binding``) and ``notes`` (the fit's own, and why a fit
+    failed). "agrees" is unavailable where no grid G could have failed the test; the
+    constraint c₃ ≥ c₁ + ‖∇J‖² "binds" where the fit notes say so.
+
+    ``axis``: ``compute_axis.json``. Derived in: book/labs/05-compute-axis.md, "G*".
+    """
+    regimes = list(axis["regimes"])
+    rows, glue, notes = [], {}, []
+    for regime in regimes:
+        g = axis["regimes"][regime].get("g_star")
+        if not g or "error" in g:
+            why = (g or {}).get("error", "no gradient-noise rows")
+            notes.append(f"{regime} no G* fit: {why}")
+            glue[f"gstar_verdict_{regime}"] = f"no verdict, since the fit failed ({why})"
+            continue
+        v = g["verdict"]
+        rng = g.get("range")
+        rb = v["regret_bootstrap"]
+        rows.append([regime, f"{g['g_star']:.2f}",
+                     "–" if rng is None else f"[{rng[0]:.2f}, {rng[1]:.2f}]",
+                     f"{g['max_rel_residual']:.0%}", v["predicted_G"], v["best"]["best"],
+                     f"{rb['mean']:+.4f} [{rb['low']:+.4f}, {rb['high']:+.4f}]",
+                     f"{v['power']['mde']:.4f}", "yes" if v["power"]["a_prediction_can_fail"]
+                     else "no", v["verdict"]])
+        glue[f"gstar_{regime}"] = f"{g['g_star']:.2f}"
+        glue[f"gstar_verdict_{regime}"] = f"{v['verdict']} ({v['why']})"
+        notes += [f"{regime}: {note}" for note in g["notes"]]
+    powerless = [r for r in regimes if "verdict" in axis["regimes"][r].get("g_star", {})
+                 and not axis["regimes"][r]["g_star"]["verdict"]["power"]["a_prediction_can_fail"]]
+    glue["gstar_power_words"] = (
+        f"In {_which_regimes(powerless, regimes)} the largest regret any grid G has is below "
+        "the margin plus the test's MDE, so no prediction could have failed there, and "
+        "\"agrees\" is not available." if powerless else
+        "In both regimes some grid G could have failed the test.")
+    binding = [r for r in regimes if any("binds" in n for n in
+                                         axis["regimes"][r].get("g_star", {}).get("notes", []))]
+    glue["gstar_binding"] = (
+        f"In {_which_regimes(binding, regimes)} the fit sits on that constraint: the measured "
+        "noise alone would put c₃ below c₁ + ‖∇J‖², which the model rules out; on the "
+        "constraint, G* = 1 + √(1 + ‖∇J‖²/c₁) ≈ 2, the smallest G the model allows."
+        if binding else "The constraint does not bind in either regime.")
+    return {"rows": rows, "glue": glue, "notes": notes}
+
+
+def zero_variance_gaps(summary: dict) -> dict:
+    """How far the running prediction of the zero-variance fraction missed, per regime:
+    the mean |observed − predicted| by G (``by_G``), the plug-in estimate's gap relative to
+    the unbiased one's (``ratios``), and whether the gap grows with G (|ρ| > 0.5 between
+    log₂ G and the gap; ``growth``). ``plugin_verdict``: the plug-in gap is "smaller than",
+    "larger than" or "about the same as" the unbiased one's in every regime.
+
+    ``summary``: ``summary.json``. Derived in: book/labs/01-g-sweep.md, "The zero-variance
+    fraction".
+    """
+    by_regime, ratios, growth = {}, [], []
+    for name, info in summary["regimes"].items():
+        ratios.append(info["zero_variance_mean_abs_gap_plugin"]
+                      / info["zero_variance_mean_abs_gap"])
+        by_G: dict[int, list[float]] = {}
+        for r in summary["runs"]:
+            if r["regime"] == name and r["zero_variance_abs_gap"] is not None:
+                by_G.setdefault(int(r["G"]), []).append(r["zero_variance_abs_gap"])
+        Gs = sorted(by_G)
+        g = [float(np.mean(by_G[G])) for G in Gs]
+        rho = float(np.corrcoef(np.log2(Gs), g)[0, 1])
+        trend = ("grows with G" if rho > 0.5 else "shrinks with G" if rho < -0.5
+                 else "has no clear trend in G")
+        growth.append(f"{name}: {trend} ({g[0]:.3f} at G = {Gs[0]}, {g[-1]:.3f} at "
+                      f"G = {Gs[-1]})")
+        by_regime[name] = dict(zip(Gs, g, strict=True))
+    return {"by_G": by_regime, "ratios": ratios, "growth": growth,
+            "plugin_ratio": f"{min(ratios):.1f} to {max(ratios):.1f}",
+            "plugin_verdict": "smaller than" if max(ratios) < 1 else "larger than"
+                              if min(ratios) > 1 else "about the same as"}
+
+
+def clipped_share(steps: list[dict], max_grad_norm: float) -> dict[tuple[str, int], float]:
+    """The share of logged steps whose gradient norm before clipping exceeded
+    ``max_grad_norm``, per (regime, G), from ``steps.csv`` rows
+    (:meth:`grpolab.labs.lab_results.LabResults.steps`).
+    Used by: book/theory/09-loss-aggregation.md, "Clipping"."""
+    out: dict[tuple[str, int], list[bool]] = {}
+    for row in steps:
+        out.setdefault((row["regime"], int(row["G"])), []).append(
+            float(row["grad_norm"]) > max_grad_norm)
+    return {key: float(np.mean(v)) for key, v in out.items()}

@@ -47,6 +47,7 @@ from grpolab.grpo.records import (
     write_json_atomic,
 )
 from grpolab.labs.common import CENSUS_SEED
+from grpolab.labs.lab_results import census_stem
 from grpolab.labs.sweep.presets import SweepPreset
 
 __all__ = ["run_sweep", "plan_sweep", "aggregate", "regime_verdicts", "census_path",
@@ -69,11 +70,8 @@ CENSUS_MIN_SAMPLES = 64
 
 def _census_stem(out: str, regime) -> str:
     """Regimes that train on the same prompts from the same starting policy share one census
-    (``census-d<levels>``; ``-warm<steps>`` when the regime has its own warm start)."""
-    levels = "-".join(map(str, regime.train_difficulties))
-    warm = regime.overrides.get("warmstart")
-    tag = f"-warm{warm['steps']}" if isinstance(warm, dict) and "steps" in warm else ""
-    return os.path.join(out, f"census-d{levels}{tag}")
+    (named by :func:`grpolab.labs.lab_results.census_stem`, the rule the chapters read by)."""
+    return os.path.join(out, census_stem(regime.train_difficulties, regime.overrides))
 
 
 def census_path(out: str, regime) -> str:
