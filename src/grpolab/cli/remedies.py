@@ -13,7 +13,7 @@ import os
 from grpolab.cli._config_args import add_config_arguments, config_overrides
 
 ITEM_NAMES = ("dynamic-sampling", "difficulty", "adaptive-g", "temperature", "beta", "rewards",
-              "length-bias", "prompts-x-g")
+              "length-bias", "prompts-x-g", "allocation")
 REMEDY_PREFIX = "remedy."
 
 
