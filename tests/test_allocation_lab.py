@@ -183,3 +183,14 @@ def test_committed_verdicts_equal_a_recomputation():
     again = lab.verdicts(read_allocation_results(COMMITTED),
                          os.fspath(COMMITTED / "results.json"))
     assert json.loads(json.dumps(again)) == committed
+
+
+def test_the_figure_draws_every_arm(tmp_path):
+    res = results({"first-success": (0.08, 0.1, 0.0)})
+    fig = lab.plot_allocation(res, lab.verdicts(res))
+    axes = fig.get_axes()
+    assert len(axes) == 3
+    assert [t.get_text() for t in axes[2].get_xticklabels()] == list(lab.ARMS)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)

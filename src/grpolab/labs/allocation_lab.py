@@ -31,7 +31,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 __all__ = ["ARMS", "RULES", "HARD", "EASY", "MARGIN", "DECLARED_MDE", "per_seed", "welch",
-           "welch_tost", "verdicts", "write_verdicts", "main"]
+           "welch_tost", "verdicts", "plot_allocation", "write_verdicts", "main"]
 
 #: The declared arms (declared.json "arms"), the control first.
 ARMS = ("uniform", "informative", "variance-dr-grpo", "first-success")
@@ -284,6 +284,58 @@ def verdicts(results: Mapping, path: str = "results.json") -> dict:
         "pool_persistence_prediction": pool_prediction,
         "refuting_outcomes": refuting, "predictions": predictions,
     }
+
+
+def plot_allocation(results: Mapping, verdicts_: Mapping):
+    """The lab's figure: final 4-digit pass@1 and pass@k per arm (one dot per seed, the
+    mean with its 95% t interval over seeds), then each arm's zero-variance persistence
+    beside its base rate and the census's fixed-pass-rate prediction (means with 95% t
+    intervals), all at matched completions."""
+    import matplotlib.pyplot as plt
+
+    from grpolab.labs.common import FIGURE_STYLE, FIGURE_WIDTH
+
+    runs = results["allocation_runs"]
+    K = str(verdicts_["k"])
+    x = range(len(ARMS))
+    with plt.rc_context(FIGURE_STYLE):
+        fig, axes = plt.subplots(3, 1, figsize=(FIGURE_WIDTH, 8.4))
+        for ax, k, label in ((axes[0], "1", "4-digit pass@1"),
+                             (axes[1], K, f"4-digit pass@{K}")):
+            for i, arm in enumerate(ARMS):
+                vals = list(per_seed(runs, arm, _pass_at(k, HARD)).values())
+                ax.scatter([i] * len(vals), vals, s=14, color="tab:grey", alpha=0.7,
+                           label="one seed" if i == 0 else None, zorder=2)
+                ci = _t_interval(vals)
+                ax.errorbar([i + 0.15], [ci["mean"]], fmt="o", color="black", capsize=4,
+                            yerr=[[ci["mean"] - ci["low"]], [ci["high"] - ci["mean"]]],
+                            label="mean, 95% t interval" if i == 0 else None, zorder=3)
+            start = float(sum(_pass_at(k, HARD, "initial")(r) for r in runs) / len(runs))
+            ax.axhline(start, color="tab:blue", lw=0.8, ls=":", label="warm start")
+            ax.set_xticks(list(x), [])
+            ax.set_ylabel(label)
+            ax.legend(fontsize=8, loc="best")
+        ax = axes[2]
+        pers = verdicts_["persistence"]
+        for i, arm in enumerate(ARMS):
+            row = pers[arm]
+            for dx, key, color, name in ((-0.15, "persistence", "black",
+                                          "P(zero var. | zero var. at last visit)"),
+                                         (0.0, "predicted", "tab:green",
+                                          "census prediction, fixed p"),
+                                         (0.15, "base_rate", "tab:red", "base rate P(zero var.)")):
+                ci = row.get(key)
+                if not ci:
+                    continue
+                err = ([[ci["mean"] - ci["low"]], [ci["high"] - ci["mean"]]]
+                       if ci["low"] is not None else None)
+                ax.errorbar([i + dx], [ci["mean"]], yerr=err, fmt="o", color=color,
+                            capsize=3, label=name if i == 0 else None)
+        ax.set_xticks(list(x), list(ARMS))
+        ax.set_ylabel("zero-variance share")
+        ax.legend(fontsize=8, loc="best")
+        fig.tight_layout()
+    return fig
 
 
 def write_verdicts(folder: str | os.PathLike) -> dict:
