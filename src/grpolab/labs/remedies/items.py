@@ -182,7 +182,7 @@ _HARD = {"train_difficulties": list(HARD_LEVELS), **HARD_OVERRIDES, **_fixed_bud
 #: of each level × 64 samples, 32 prompts × mean G 8 = 256 completions a step for
 #: ALLOCATION_STEPS steps, leave-one-out Dr. GRPO at the sweeps' learning rate. The arms
 #: differ only in ``allocation_rule``.
-ALLOCATION_STEPS = 512
+ALLOCATION_STEPS = 256
 ALLOCATION_PROMPTS = 32
 ALLOCATION_MEAN_G = 8
 ALLOCATION_BASE = {
