@@ -370,8 +370,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for row in out["primary"]:
         ci = row["interval"]
         lo = "n/a" if ci["low"] is None else f"[{ci['low']:+.4f}, {ci['high']:+.4f}]"
+        holm_p = "n/a" if row["p_holm"] is None else f"{row['p_holm']:.3f}"
         print(f"{row['rule']:>17} - uniform, 4-digit pass@1: {ci['difference']:+.4f} {lo} "
-              f"(Holm p {row['p_holm']}): {row['verdict']}  [{out['compute_held_fixed']}]")
+              f"(Holm p {holm_p}): {row['verdict']}  [at matched completions: "
+              f"{out['compute_held_fixed']}]")
     print(f"wrote {os.path.join(args[0], 'verdicts.json')}")
     return 0
 

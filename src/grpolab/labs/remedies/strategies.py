@@ -22,7 +22,8 @@ Every function here is pure numpy (no torch): the training-side glue lives in
 - **Temporal consistency of zero variance** (GRESO's premise, arXiv 2506.02177):
   :func:`zero_variance_transitions`, how often a prompt whose group was zero-variance at one
   visit is zero-variance again at its next visit, next to the base rate and to the
-  fixed-pass-rate prediction (book/theory/14-adaptive-allocation.md, "GRESO").
+  fixed-pass-rate prediction (book/theory/14-adaptive-allocation.md, "The cheapest
+  remedies: PODS and GRESO").
 
 Derived in: book/labs/03-remedies.md.
 """
@@ -421,7 +422,8 @@ def zero_variance_transitions(prompt_idx, zero_variance, group_sizes=None,
       visits were independent. At one G for every visit it is the pool's E[z²]/E[z]
       (:func:`grpolab.allocation.zero_variance_persistence`), weighted by visits.
 
-    Derived in: book/theory/14-adaptive-allocation.md, "GRESO".
+    Derived in: book/theory/14-adaptive-allocation.md, "The cheapest remedies: PODS and
+    GRESO".
     """
     idx = np.asarray(prompt_idx).ravel()
     zero = np.asarray(zero_variance).ravel()
