@@ -176,8 +176,6 @@ def test_the_command_writes_verdicts_the_reader_accepts(tmp_path):
     assert v == lab.verdicts(read_allocation_results(tmp_path))
 
 
-@pytest.mark.skipif(not (COMMITTED / "results.json").is_file(),
-                    reason="the allocation lab's results are not committed yet")
 def test_committed_verdicts_equal_a_recomputation():
     committed = read_allocation_verdicts(COMMITTED)
     again = lab.verdicts(read_allocation_results(COMMITTED),
