@@ -253,6 +253,10 @@ _INTERVAL = Field("object", extra_keys=True, fields={
 #: book reads are typed; the rest is free.
 ALLOCATION_VERDICTS = Field("object", extra_keys=True, fields={
     "experiment": Field("str", choices=("allocation",)),
+    "steps": Field("int", 1), "completions": Field("int", 1),
+    "compute_held_fixed": Field("str"),
+    "levels": Field("map", max_items=100, items=Field("map", max_items=100, items=Field(
+        "object", extra_keys=True, fields={"mean": Field("real")}))),
     "precondition": Field("object", extra_keys=True, fields={"met": Field("bool")}),
     "primary": Field("list", max_items=100, items=Field("object", extra_keys=True, fields={
         "rule": Field("str", max_items=200), "verdict": Field("str"),

@@ -478,11 +478,15 @@ def _allocation_sentence() -> str:
     if not path.is_file():
         return ""
     v = read_allocation_verdicts(path)
-    rules = "; ".join(f"{r['rule']} {r['verdict']}" for r in v["primary"])
-    return ("\n**Per-prompt splits** ({doc}`ch. 14 <../theory/14-adaptive-allocation>`), measured "
-            f"on half-solved plus rarely solved sums at {v['compute_held_fixed']}: 4-digit "
-            f"pass@1 against uniform G = 8: {rules}; GRESO's premise (zero variance persists "
-            f"across visits): {v['predictions']['greso_premise']['verdict']}.\n")
+    said = {r["verdict"] for r in v["primary"]}
+    rules = (f"all three rules {said.pop()}" if len(said) == 1 else
+             "; ".join(f"{r['rule']} {r['verdict']}" for r in v["primary"]))
+    level = v["levels"]["uniform"]["4-digit pass@1"]["mean"]
+    greso = v["predictions"]["greso_premise"]["verdict"]
+    return ("\n**Per-prompt splits** ({doc}`ch. 14 <../theory/14-adaptive-allocation>`; tiny "
+            f"model, {v['steps']} steps of {v['completions'] // v['steps']} completions): on "
+            f"4-digit pass@1 (uniform G = 8: {level:.3f}) {rules}; GRESO's premise, zero "
+            f"variance persisting across visits: {greso}.\n")
 
 
 def render_sheet() -> str:

@@ -278,6 +278,10 @@ def verdicts(results: Mapping, path: str = "results.json") -> dict:
                               f"({completions:,} completions per run) in every arm",
         "steps": steps, "completions": completions, "seeds": seeds, "k": int(K),
         "margin": MARGIN, "declared_mde": DECLARED_MDE,
+        "levels": {arm: {name: _t_interval(list(per_seed(runs, arm, m).values()))
+                         for name, m in (("4-digit pass@1", hard1),
+                                         (f"4-digit pass@{K}", hardK),
+                                         ("3-digit pass@1", easy1))} for arm in ARMS},
         "precondition": precondition, "primary": primary, "coverage": coverage,
         "easy": easy, "informative_groups_per_step": informative,
         "completions_share_by_level": spend, "persistence": persistence,
