@@ -316,7 +316,7 @@ def plot_allocation(results: Mapping, verdicts_: Mapping):
                             label="mean, 95% t interval" if i == 0 else None, zorder=3)
             start = float(sum(_pass_at(k, HARD, "initial")(r) for r in runs) / len(runs))
             ax.axhline(start, color="tab:blue", lw=0.8, ls=":", label="warm start")
-            ax.set_xticks(list(x), [])
+            ax.set_xticks(list(x), list(ARMS))
             ax.set_ylabel(label)
             ax.legend(fontsize=8, loc="best")
         ax = axes[2]
@@ -337,7 +337,8 @@ def plot_allocation(results: Mapping, verdicts_: Mapping):
                             capsize=3, label=name if i == 0 else None)
         ax.set_xticks(list(x), list(ARMS))
         ax.set_ylabel("zero-variance share")
-        ax.legend(fontsize=8, loc="best")
+        ax.margins(y=0.15)
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(0.0, 0.45))
         fig.tight_layout()
     return fig
 
