@@ -16,7 +16,10 @@ ever of the wrong type.
 
 - :func:`read_sweep_summary`: ``summary.json`` (runs, regimes, gradient noise);
 - :func:`read_gradient_noise`: ``gradient_noise.json`` (rows per regime);
-- :func:`read_compute_axis`: ``compute_axis.json``.
+- :func:`read_compute_axis`: ``compute_axis.json``;
+- :func:`read_allocation_results` and :func:`read_allocation_verdicts`: the adaptive-allocation
+  lab's ``results.json`` (its ``allocation_runs``) and ``verdicts.json``
+  (labs/results/allocation, book/theory/14-adaptive-allocation.md).
 
 Each takes the file or the folder holding it. The chapters reach them through the one
 reader of committed results by folder name, :mod:`grpolab.labs.lab_results`
@@ -32,8 +35,9 @@ import os
 
 from grpolab._files import Field, check, read_json
 
-__all__ = ["COMPUTE_AXIS", "GRADIENT_NOISE", "KINDS", "MAX_G", "SWEEP_SUMMARY",
-           "read_compute_axis",
+__all__ = ["ALLOCATION_RESULTS", "ALLOCATION_VERDICTS", "COMPUTE_AXIS", "GRADIENT_NOISE",
+           "KINDS", "MAX_G", "SWEEP_SUMMARY", "read_allocation_results",
+           "read_allocation_verdicts", "read_compute_axis",
            "read_gradient_noise", "read_results", "read_sweep_summary"]
 
 #: The largest G a results file may hold: the largest ``num_generations`` GRPOConfig
@@ -215,3 +219,75 @@ def read_compute_axis(path: str | os.PathLike) -> dict:
     """A sweep's ``compute_axis.json`` (the file or its folder), typed by
     :data:`COMPUTE_AXIS`; see :func:`read_results`."""
     return read_results(path, "compute_axis.json")
+
+
+# ----------------------------------------------------------------------------- allocation lab
+_COUNT = Field("int", 0)
+_BY_LEVEL_K = Field("map", max_items=100, items=Field("map", items=_SHARE, keys=(1, 2**31 - 1),
+                                                       max_items=100))
+#: One run of the adaptive-allocation lab, as ``results.json["allocation_runs"]`` lists it
+#: (``grpolab.labs.remedies.report.allocation_runs``).
+ALLOCATION_RUN = Field("object", extra_keys=True, fields={
+    "arm": Field("str", max_items=200), "seed": Field("int", 0), "steps": _COUNT,
+    "completions": _COUNT, "eval_samples": Field("int", 1),
+    "initial_pass_at_k": _BY_LEVEL_K, "final_pass_at_k": _BY_LEVEL_K,
+    "informative_groups_per_step": _NONNEG,
+    "completions_by_level": Field("map", items=_COUNT, max_items=100),
+    "census_pass_rate_by_level": Field("map", items=_SHARE, max_items=100),
+    "zero_variance": Field("object", extra_keys=True, fields={
+        "visits": _COUNT, "pairs": _COUNT, "zero_before": _COUNT, "zero_both": _COUNT,
+        "zero_now": _COUNT, "persistence": _SHARE_OR_NULL, "base_rate": _SHARE_OR_NULL,
+        "predicted": Field("real", 0, 1, nullable=True, required=False)}),
+    "pool_persistence_at_G": Field("map", items=_SHARE, keys=(1, MAX_G), max_items=100),
+})
+#: The allocation lab's ``results.json``: a remedy item's results plus its runs.
+ALLOCATION_RESULTS = Field("object", extra_keys=True, fields={
+    "item": Field("str", choices=("allocation",)),
+    "seeds": Field("list", items=Field("int", 0), max_items=MAX_ITEMS),
+    "allocation_runs": Field("list", items=ALLOCATION_RUN, max_items=MAX_ITEMS),
+})
+_INTERVAL = Field("object", extra_keys=True, fields={
+    "difference": Field("real", required=False), "mean": Field("real", required=False),
+    "low": Field("real", nullable=True), "high": Field("real", nullable=True)})
+#: The allocation lab's ``verdicts.json`` (``grpolab.labs.allocation_lab``): the fields the
+#: book reads are typed; the rest is free.
+ALLOCATION_VERDICTS = Field("object", extra_keys=True, fields={
+    "experiment": Field("str", choices=("allocation",)),
+    "steps": Field("int", 1), "completions": Field("int", 1),
+    "compute_held_fixed": Field("str"),
+    "levels": Field("map", max_items=100, items=Field("map", max_items=100, items=Field(
+        "object", extra_keys=True, fields={"mean": Field("real")}))),
+    "precondition": Field("object", extra_keys=True, fields={"met": Field("bool")}),
+    "primary": Field("list", max_items=100, items=Field("object", extra_keys=True, fields={
+        "rule": Field("str", max_items=200), "verdict": Field("str"),
+        "interval": _INTERVAL})),
+    "refuting_outcomes": Field("list", max_items=100, items=Field(
+        "object", extra_keys=True, fields={"outcome": Field("str"), "observed": Field("bool"),
+                                           "interval": _INTERVAL})),
+    "predictions": Field("map", max_items=100, items=Field("object", extra_keys=True, fields={
+        "verdict": Field("str")})),
+})
+
+
+def read_allocation_results(path: str | os.PathLike) -> dict:
+    """The allocation lab's ``results.json`` (the file or its folder), typed by
+    :data:`ALLOCATION_RESULTS`."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        path = os.path.join(path, "results.json")
+    doc = read_json(path, "the allocation lab's results (grpolab remedies --item allocation)",
+                    expect=dict, keys=("item", "allocation_runs"))
+    check(doc, ALLOCATION_RESULTS, path)
+    return doc
+
+
+def read_allocation_verdicts(path: str | os.PathLike) -> dict:
+    """The allocation lab's ``verdicts.json`` (the file or its folder), typed by
+    :data:`ALLOCATION_VERDICTS`."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        path = os.path.join(path, "verdicts.json")
+    doc = read_json(path, "the allocation lab's verdicts (python -m grpolab.labs.allocation_lab)",
+                    expect=dict, keys=("experiment", "primary"))
+    check(doc, ALLOCATION_VERDICTS, path)
+    return doc

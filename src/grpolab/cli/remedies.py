@@ -14,7 +14,7 @@ from grpolab.cli._config_args import add_config_arguments, config_overrides
 from grpolab.cli._parsers import add_command
 
 ITEM_NAMES = ("dynamic-sampling", "difficulty", "adaptive-g", "temperature", "beta", "rewards",
-              "length-bias", "prompts-x-g")
+              "length-bias", "prompts-x-g", "allocation")
 REMEDY_PREFIX = "remedy."
 
 

@@ -464,6 +464,31 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+#: The allocation lab's committed verdicts (book/theory/14-adaptive-allocation.md, "Measured").
+ALLOCATION_VERDICTS_PATH = "labs/results/allocation/verdicts.json"
+
+
+def _allocation_sentence() -> str:
+    """The sheet's line on per-prompt splits, its verdicts read from the committed
+    verdicts.json through its checked reader (empty where the lab is not committed)."""
+    from grpolab._paths import checkout_root
+    from grpolab.results import read_allocation_verdicts
+
+    path = checkout_root() / ALLOCATION_VERDICTS_PATH
+    if not path.is_file():
+        return ""
+    v = read_allocation_verdicts(path)
+    said = {r["verdict"] for r in v["primary"]}
+    rules = (f"all three rules {said.pop()}" if len(said) == 1 else
+             "; ".join(f"{r['rule']} {r['verdict']}" for r in v["primary"]))
+    level = v["levels"]["uniform"]["4-digit pass@1"]["mean"]
+    greso = v["predictions"]["greso_premise"]["verdict"]
+    return ("\n**Per-prompt splits** ({doc}`ch. 14 <../theory/14-adaptive-allocation>`; tiny "
+            f"model, {v['steps']} steps of {v['completions'] // v['steps']} completions): on "
+            f"4-digit pass@1 (uniform G = 8: {level:.3f}) {rules}; GRESO's premise, zero "
+            f"variance persisting across visits: {greso}.\n")
+
+
 def render_sheet() -> str:
     """The MyST Markdown of book/interview/04-one-page-sheet.md.
 
@@ -494,6 +519,7 @@ def render_sheet() -> str:
                  "ablates G; start at 8 (informative groups per completion fall with G), "
                  "G\\* = 1 + √(c₃/c₁) from noise constants, larger for hard pools (≈ 1 + 1/√p̄) "
                  "and as total compute grows (IsoCompute).\n")
+    parts.append(_allocation_sentence())
     parts.append("\n## Five common wrong answers\n\n| Wrong answer | Why it is wrong |\n"
                  "|---|---|\n")
     for item in sheet_wrong_answers():

@@ -38,6 +38,7 @@ from grpolab.grpo.config import GRPOConfig
 from grpolab.grpo.rollout import sample
 from grpolab.labs.common import (
     COMPLETIONS_PER_STEP,
+    DR_GRPO,
     HARD_LEVELS,
     HARD_OVERRIDES,
     HARD_STEPS,
@@ -174,6 +175,29 @@ _HARD = {"train_difficulties": list(HARD_LEVELS), **HARD_OVERRIDES, **_fixed_bud
          "learning_rate": TINY_BASE.learning_rate, "eval_every": HARD_STEPS * 8}
 
 
+#: The adaptive-allocation lab (issue 34; declared in labs/results/allocation/declared.json
+#: before any run, choices the declaration left open in labs/results/allocation/deviations.md):
+#: design B's coverage-limited pool, 250 3-digit and 250 4-digit sums from another split of
+#: the task (seed 1) than the warm start's supervised prompts (seed 0), 100 held-out prompts
+#: of each level × 64 samples, 32 prompts × mean G 8 = 256 completions a step for
+#: ALLOCATION_STEPS steps, leave-one-out Dr. GRPO at the sweeps' learning rate. The arms
+#: differ only in ``allocation_rule``.
+ALLOCATION_STEPS = 256
+ALLOCATION_PROMPTS = 32
+ALLOCATION_MEAN_G = 8
+ALLOCATION_BASE = {
+    "task_kwargs": {"digits": [3, 4], "n_train": 500, "n_eval": 200, "seed": 1},
+    "train_difficulties": None, "max_train_prompts": None, "max_eval_prompts": 200,
+    "num_generations": ALLOCATION_MEAN_G, "prompts_per_step": ALLOCATION_PROMPTS,
+    "completion_budget": ALLOCATION_STEPS * ALLOCATION_PROMPTS * ALLOCATION_MEAN_G,
+    "eval_every": ALLOCATION_STEPS * ALLOCATION_PROMPTS * ALLOCATION_MEAN_G // 4,
+    "eval_samples": 64, "census_samples": 64, "learning_rate": TINY_BASE.learning_rate,
+    "advantage_baseline": "leave_one_out", **DR_GRPO,
+    "source": "allocation", "G_min": 2, "G_max": 64}
+#: The declared arms: the rule names of grpolab.allocation, and the uniform split.
+ALLOCATION_ARMS = ("uniform", "informative", "variance-dr-grpo", "first-success")
+
+
 ITEMS: dict[str, LabItem] = {
     "dynamic-sampling": LabItem(
         "dynamic-sampling", "Dynamic sampling (DAPO) at a fixed completion budget",
@@ -219,6 +243,11 @@ ITEMS: dict[str, LabItem] = {
         "per step",
         arms={f"B{COMPLETIONS_PER_STEP // G}-G{G}": _fixed_budget(G) for G in (2, 4, 8, 16, 32)},
         seeds=[0, 1, 2, 3, 4]),
+    "allocation": LabItem(
+        "allocation", "Adaptive allocation: uniform G = 8 against three per-prompt splits at "
+        f"{ALLOCATION_PROMPTS * ALLOCATION_MEAN_G} completions per step",
+        arms={a: {"allocation_rule": a} for a in ALLOCATION_ARMS},
+        base=dict(ALLOCATION_BASE), seeds=[0, 1, 2, 3]),
 }
 
 
@@ -229,7 +258,10 @@ def config_key(config: GRPOConfig, remedy: Remedy) -> str:
     run from another warm start is never taken from the pool."""
     import hashlib
 
-    blob = json.dumps([config.to_dict(), asdict(remedy), config.warmstart_key], sort_keys=True,
+    rem = asdict(remedy)
+    if rem["allocation_rule"] == "uniform":  # added later: keys made before it stay valid
+        del rem["allocation_rule"]
+    blob = json.dumps([config.to_dict(), rem, config.warmstart_key], sort_keys=True,
                       default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

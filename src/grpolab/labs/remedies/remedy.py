@@ -10,15 +10,21 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from grpolab.allocation import ALLOCATION_RULES
 from grpolab.grpo.config import GRPOConfig, Rule, apply_overrides, check_fields
 from grpolab.labs.common import CENSUS_SEED, COMPLETIONS_PER_STEP, TINY_BASE
 from grpolab.tasks.rewards import REWARDS
 
-__all__ = ["Remedy", "REMEDY_BASE", "REMEDY_RULES", "SOURCE_NAMES", "lab_config"]
+__all__ = ["Remedy", "REMEDY_BASE", "REMEDY_RULES", "SOURCE_NAMES", "ALLOCATION_RULE_NAMES",
+           "lab_config"]
 
 #: The batch sources a lab can name (:data:`grpolab.labs.remedies.sources.SOURCES`).
 SOURCE_NAMES = ("none", "dynamic_sampling", "dynamic_sampling_carry", "band", "curriculum",
-                "adaptive_g_card", "adaptive_g_signal", "allocate")
+                "adaptive_g_card", "adaptive_g_signal", "allocate", "allocation")
+
+#: The per-prompt splits the ``allocation`` source can use: G = num_generations for every
+#: prompt, or a rule of :data:`grpolab.allocation.ALLOCATION_RULES` (book/theory/14).
+ALLOCATION_RULE_NAMES = ("uniform", *ALLOCATION_RULES)
 
 #: The config every remedy lab starts from (a lab item's arms override it): mixed difficulty,
 #: G = 8 × 8 prompts, a fixed budget of 80 steps of 64 completions, pass@1 from 8 samples per
@@ -35,7 +41,7 @@ class Remedy:
 
     source: str = "none"
     """how batches are chosen: none, dynamic_sampling, dynamic_sampling_carry, band,
-    curriculum, adaptive_g_card, adaptive_g_signal, allocate"""
+    curriculum, adaptive_g_card, adaptive_g_signal, allocate, allocation"""
     reward: str = "task"
     """task, partial, narrow, noisy, length_long or length_short"""
     noise_q: float = 0.0
@@ -60,6 +66,10 @@ class Remedy:
     """adaptive G and allocation: largest group"""
     pass_rate_decay: float = 0.9
     """decay of the per-prompt pass-rate estimates the selection remedies use"""
+    allocation_rule: str = "uniform"
+    """allocation source: uniform (G = num_generations each) or a rule of
+    grpolab.allocation (informative, knapsack, first-success, variance-dr-grpo,
+    variance-rloo) splitting prompts_per_step x num_generations completions"""
 
     def validate(self) -> Remedy:
         """Raise a ValueError naming the first bad field (as its flag)."""
@@ -88,6 +98,7 @@ def lab_config(**overrides) -> tuple[GRPOConfig, Remedy]:
 #: The per-field checks of :meth:`Remedy.validate`.
 REMEDY_RULES = {
     "source": Rule("choice", choices=SOURCE_NAMES), "reward": Rule("choice", choices=REWARDS),
+    "allocation_rule": Rule("choice", choices=ALLOCATION_RULE_NAMES),
     "max_batches": Rule("int", 1, 4096), "curriculum_min_steps": Rule("int", 1, 10**6),
     "length_weight": Rule("real", 0, 1000), "noise_q": _unit(), "band_low": _unit(),
     "band_high": _unit(), "curriculum_advance_at": _unit(), "adaptive_target": _unit(),

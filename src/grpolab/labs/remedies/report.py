@@ -14,14 +14,15 @@ import os
 import numpy as np
 
 from grpolab import theory
-from grpolab._files import Field
+from grpolab._files import Field, check
 from grpolab.labs.remedies import strategies
 
 #: The remedy labs' primary metric: held-out pass@1 estimated from ``eval_samples`` samples
 #: per prompt, the same metric as the G sweep's (greedy accuracy is reported beside it).
 PRIMARY_METRIC = "final_sampled_accuracy"
 
-__all__ = ["aggregate_item", "dynamic_sampling_theory", "SIDE_METRIC", "plot_item",
+__all__ = ["aggregate_item", "allocation_runs", "dynamic_sampling_theory", "SIDE_METRIC",
+           "plot_item",
            "PRIMARY_METRIC",
            "results_root", "load_results", "arm_table", "compare", "compare_family", "publish",
            "reproduce_command", "display_item", "display_figure", "table_html", "show_table"]
@@ -140,8 +141,107 @@ def aggregate_item(out: str | os.PathLike) -> dict:
         results["probe"] = read_json(probe_path, "a probe record")
     if meta["item"] == "dynamic-sampling":
         results["theory"] = dynamic_sampling_theory(out, arms)
+    if meta["item"] == "allocation":
+        results["allocation_runs"] = allocation_runs(out, meta)
     write_json_atomic(os.path.join(out, "results.json"), results)
     return results
+
+
+#: What the allocation source adds to a run's summary (sources.Allocation.summary).
+ALLOCATION_SUMMARY = Field("object", extra_keys=True, fields={
+    "config": Field("object", extra_keys=True, fields={}),
+    "steps": Field("int", 0), "completions": Field("int", 0),
+    "allocation_visits": Field("object", fields={
+        k: Field("list", max_items=10**7, items=Field("int", 0)) for k in
+        ("prompt", "G", "successes")}),
+    "census_successes": Field("list", max_items=10**7, items=Field("int", 0)),
+    "census_samples": Field("int", 1),
+})
+#: An evaluation record of a run log, as :func:`allocation_runs` reads it.
+EVAL_RECORD = Field("object", extra_keys=True, fields={
+    "step": Field("int", 0), "completions": Field("int", 0),
+    "eval_sampled_successes": Field("list", max_items=10**7, items=Field("int", 0)),
+})
+
+
+def _pass_at_k_by_level(successes: list[int], samples: int, levels: list[int],
+                        ks: tuple[int, ...]) -> dict:
+    """{level: {k: mean unbiased pass@k over that level's prompts}} from per-prompt counts."""
+    c = np.asarray(successes)
+    lv = np.asarray(levels)
+    return {str(d): {str(k): float(np.mean([theory.pass_at_k(samples, int(x), k)
+                                            for x in c[lv == d]])) for k in ks}
+            for d in sorted(set(levels))}
+
+
+def allocation_runs(out: str, meta: dict) -> list[dict]:
+    """One compact record per finished run of the allocation item (book/theory/14): held-out
+    pass@1 and pass@64 per level at the start and at the end, the informative groups per
+    step, the completions spent per level, and the persistence of zero variance across
+    visits (:func:`strategies.zero_variance_transitions`) with its fixed-pass-rate
+    prediction from the run's census. What the verdicts
+    (:mod:`grpolab.labs.allocation_lab`) read; the raw visits stay in each run's summary."""
+    from grpolab.allocation import zero_variance_persistence
+    from grpolab.grpo.config import GRPOConfig, training_prompts
+    from grpolab.grpo.records import CorruptFileError, read_json, read_jsonl
+    from grpolab.tasks.registry import get_task
+
+    rows = []
+    for arm in meta["arms"]:
+        for s in meta["seeds"]:
+            d = os.path.join(out, "runs", arm, f"seed{s}")
+            if not os.path.isfile(os.path.join(d, "summary.json")):
+                continue
+            remedy = f"delete the folder {d} and rerun (only that run is redone)"
+            summ = read_json(os.path.join(d, "summary.json"), "an allocation run summary",
+                             remedy=remedy, schema=ALLOCATION_SUMMARY)
+            cfg = GRPOConfig.from_dict(summ["config"])
+            train, evals = training_prompts(cfg, get_task(cfg.task, **cfg.task_kwargs))
+            eval_levels = [p.difficulty for p in evals]
+            train_levels = np.array([p.difficulty for p in train])
+            log_path = os.path.join(d, "log.jsonl")
+            recs = [r for r in read_jsonl(log_path, "a run log", remedy=remedy)
+                    if "eval_sampled_successes" in r]
+            for r in (recs[0], recs[-1]) if recs else ():
+                check(r, EVAL_RECORD, log_path, remedy=remedy)
+                if len(r["eval_sampled_successes"]) != len(evals):
+                    raise CorruptFileError(log_path, "an evaluation counts "
+                                           f"{len(r['eval_sampled_successes'])} prompts, the "
+                                           f"config {len(evals)}", remedy)
+            if not recs or recs[-1]["step"] != summ["steps"]:
+                raise CorruptFileError(log_path, "lacks the final evaluation", remedy)
+            steps = [r for r in read_jsonl(log_path, "a run log", remedy=remedy)
+                     if r.get("step", 0) > 0]
+            v = summ["allocation_visits"]
+            prompt, G, k = (np.asarray(v[key]) for key in ("prompt", "G", "successes"))
+            if not (prompt.size == G.size == k.size) or (k > G).any() or (
+                    prompt.size and prompt.max() >= len(train)):
+                raise CorruptFileError(os.path.join(d, "summary.json"), "allocation_visits "
+                                       "are not one (prompt, G, successes) per visit", remedy)
+            rates = np.asarray(summ["census_successes"], float) / summ["census_samples"]
+            zero = (k == 0) | (k == G)
+            trans = strategies.zero_variance_transitions(prompt, zero, G, rates)
+            ks = (1, cfg.eval_samples)
+            rows.append({
+                "arm": arm, "seed": s, "steps": summ["steps"],
+                "completions": summ["completions"], "eval_samples": cfg.eval_samples,
+                "initial_pass_at_k": _pass_at_k_by_level(
+                    recs[0]["eval_sampled_successes"], cfg.eval_samples, eval_levels, ks),
+                "final_pass_at_k": _pass_at_k_by_level(
+                    recs[-1]["eval_sampled_successes"], cfg.eval_samples, eval_levels, ks),
+                "informative_groups_per_step": float(np.mean(
+                    [r["informative_groups"] for r in steps])),
+                "completions_by_level": {str(lv): int(G[train_levels[prompt] == lv].sum())
+                                         for lv in sorted(set(train_levels.tolist()))},
+                "census_pass_rate_by_level": {
+                    str(lv): float(rates[train_levels == lv].mean())
+                    for lv in sorted(set(train_levels.tolist()))},
+                "zero_variance": trans,
+                "pool_persistence_at_G": {
+                    str(cfg.num_generations): zero_variance_persistence(
+                        rates, cfg.num_generations)},
+            })
+    return rows
 
 
 def dynamic_sampling_theory(out: str, arms: dict) -> dict:
@@ -172,7 +272,7 @@ def _capped_batches(p: float, G: int, B: int, cap: int) -> float:
 
 
 def _dynamic_sampling_theory_rows(root: str) -> list[dict]:
-    from grpolab._files import CorruptFileError, check
+    from grpolab._files import CorruptFileError
     from grpolab.grpo.records import RUN_SUMMARY, read_json, read_jsonl
 
     rows = []
@@ -476,10 +576,16 @@ def publish(out: str | os.PathLike, dest: str | os.PathLike) -> list[str]:
     return copied
 
 
+#: Items whose committed results live outside labs/results/remedies: the allocation lab is
+#: its own experiment, declared in labs/results/allocation/declared.json before any run.
+PUBLISHED_AT = {"allocation": "labs/results/allocation"}
+
+
 def reproduce_command(item: str) -> str:
     """The shell command that regenerates an item's committed results."""
+    dest = PUBLISHED_AT.get(item, f"labs/results/remedies/{item}")
     return (f"grpolab remedies --item {item} --out runs/remedies/{item} "
-            f"--cache runs/remedies-cache --publish labs/results/remedies/{item}")
+            f"--cache runs/remedies-cache --publish {dest}")
 
 
 def display_item(item: str, metrics: dict[str, str] | None = None, *, plot: str = "results.png",

@@ -19,6 +19,7 @@ one-subclass-per-variant), registered in :data:`SOURCES` under the name a lab it
 ``adaptive_g_card`` the card's "easy prompts G = 4, hard ones 16–32"
 ``adaptive_g_signal`` the smallest G whose informative probability reaches a target
 ``allocate``        split the step's budget over candidates to maximise informative groups
+``allocation``      B prompts, their group sizes from a rule of :mod:`grpolab.allocation`
 ==================  ==========================================================
 
 The remedy's own knobs are :class:`grpolab.labs.remedies.remedy.Remedy`; the config every
@@ -35,6 +36,7 @@ from dataclasses import asdict
 import numpy as np
 
 from grpolab import theory
+from grpolab.allocation import allocate
 from grpolab.grpo.config import GRPOConfig
 from grpolab.grpo.loop import Batch, BatchSource, RunState, merge_batches
 from grpolab.labs.remedies import strategies
@@ -231,6 +233,57 @@ class Allocate(RemedySource):
             info["allocation_fallback"] = True
         info["group_size_mean"] = float(np.mean(sizes))
         return self.sample(state, idx, sizes, info)
+
+
+@register("allocation")
+class Allocation(RemedySource):
+    """The adaptive-allocation lab's source (book/theory/14-adaptive-allocation.md): each step
+    the next B = prompts_per_step prompts of the seeded shuffles, and their group sizes from
+    ``remedy.allocation_rule`` applied to their current estimates p̂:
+    :func:`grpolab.allocation.allocate` at mean G = num_generations within [G_min, G_max],
+    or G each for ``uniform``. Every rule spends exactly B·G completions a step, and the
+    prompts do not depend on the rule (allocation draws no random numbers), so the arms of
+    a seed differ only in the split.
+
+    It logs the step's informative groups and keeps every visit (prompt, G, successes) for
+    the summary, from which the persistence of zero variance across visits is computed
+    (:func:`grpolab.labs.remedies.strategies.zero_variance_transitions`)."""
+
+    def start(self, state: RunState) -> None:
+        super().start(state)
+        width = state.config.pass_rate_window_size
+        self.census_successes = state.census[:, :width].sum(1).astype(int).tolist()
+        self.census_samples = int(width)
+        self.visits: dict[str, list[int]] = {"prompt": [], "G": [], "successes": []}
+
+    def group_sizes(self, p: np.ndarray, G: int) -> list[int]:
+        """The rule's split of len(p) · G completions (G each for ``uniform``)."""
+        r = self.remedy
+        if r.allocation_rule == "uniform":
+            return [G] * len(p)
+        return allocate(np.clip(p, 0.0, 1.0), G, r.allocation_rule, min_G=r.G_min,
+                        max_G=r.G_max).tolist()
+
+    def next_batch(self, state: RunState) -> Batch:
+        B, G = state.config.prompts_per_step, state.config.num_generations
+        idx = state.next_prompts(B)
+        sizes = self.group_sizes(self.estimates.p[idx], G)
+        batch = self.sample(state, idx, sizes, {"group_size_max": int(max(sizes)),
+                                                "group_size_min": int(min(sizes))})
+        off, informative = 0, 0
+        for i, g in zip(batch.prompt_idx, batch.group_sizes, strict=True):
+            k = int((batch.rewards[off:off + g] > 0.5).sum())
+            off += g
+            informative += int(0 < k < g)
+            for key, v in (("prompt", int(i)), ("G", int(g)), ("successes", k)):
+                self.visits[key].append(v)
+        batch.info["informative_groups"] = informative
+        return batch
+
+    def summary(self) -> dict:
+        return {**super().summary(), "allocation_visits": self.visits,
+                "census_successes": self.census_successes,
+                "census_samples": self.census_samples}
 
 
 class _AdaptiveG(RemedySource):

@@ -19,6 +19,11 @@ Every function here is pure numpy (no torch): the training-side glue lives in
   if < 0.2"), and :func:`allocate_budget` (split a completion budget across prompts to
   maximise the expected number of informative groups).
 - **Diversity**: :func:`distinct_per_group`, how many different completions a group holds.
+- **Temporal consistency of zero variance** (GRESO's premise, arXiv 2506.02177):
+  :func:`zero_variance_transitions`, how often a prompt whose group was zero-variance at one
+  visit is zero-variance again at its next visit, next to the base rate and to the
+  fixed-pass-rate prediction (book/theory/14-adaptive-allocation.md, "The cheapest
+  remedies: PODS and GRESO").
 
 Derived in: book/labs/03-remedies.md.
 """
@@ -35,6 +40,7 @@ from grpolab import theory
 from grpolab._validate import as_positive_int, as_probability
 
 __all__ = [
+    "zero_variance_transitions",
     "informative_groups", "DynamicSamplingResult", "dynamic_sampling",
     "DecayedPassRates", "band_filter", "select_in_band", "Curriculum",
     "card_pass_rate_group_size", "min_group_size_for_signal", "card_variance_rule",
@@ -394,3 +400,70 @@ def pass_rate_for_informative(q: float, G: int) -> float:
         else:
             hi = mid
     return (lo + hi) / 2
+
+
+# ----------------------------------------------------------------------------- persistence
+def zero_variance_transitions(prompt_idx, zero_variance, group_sizes=None,
+                              rates=None) -> dict:
+    """Visit-to-visit persistence of zero variance (GRESO's "temporal consistency").
+
+    ``prompt_idx[t]``, ``zero_variance[t]`` (and ``group_sizes[t]``) describe the t-th group
+    generated in a run, in generation order. Each visit of a prompt after its first forms a
+    pair (previous visit, this visit). Returned counts over those pairs:
+
+    - ``pairs``; ``zero_before`` (pairs whose previous visit was zero-variance);
+      ``zero_both`` (both were); ``zero_now`` (this visit was);
+    - ``persistence`` = zero_both / zero_before, P(zero-variance | zero-variance at the
+      previous visit), None without a zero-variance previous visit;
+    - ``base_rate`` = zero_now / pairs, P(zero-variance) at the same visits;
+    - with ``rates`` (a fixed pass rate per prompt, e.g. the census) and ``group_sizes``:
+      ``predicted`` = Σ z(p, g_prev) z(p, g_now) / Σ z(p, g_prev) over the pairs, with
+      z(p, g) = p^g + (1 − p)^g: the persistence if each prompt kept its pass rate and
+      visits were independent. At one G for every visit it is the pool's E[z²]/E[z]
+      (:func:`grpolab.allocation.zero_variance_persistence`), weighted by visits.
+
+    Derived in: book/theory/14-adaptive-allocation.md, "The cheapest remedies: PODS and
+    GRESO".
+    """
+    idx = np.asarray(prompt_idx).ravel()
+    zero = np.asarray(zero_variance).ravel()
+    if idx.size != zero.size:
+        raise ValueError(f"prompt_idx has {idx.size} visits, zero_variance {zero.size}")
+    if idx.size and (not np.issubdtype(idx.dtype, np.integer) or idx.min() < 0):
+        raise ValueError("prompt_idx must hold non-negative integers")
+    if zero.size and not np.isin(zero, (0, 1)).all():
+        raise ValueError("zero_variance must hold booleans (0 or 1)")
+    zero = zero.astype(bool)
+    sizes = None
+    if group_sizes is not None:
+        sizes = np.asarray(group_sizes).ravel()
+        if sizes.size != idx.size:
+            raise ValueError(f"group_sizes has {sizes.size} visits, prompt_idx {idx.size}")
+    last: dict[int, int] = {}  # prompt -> position of its latest visit
+    prev_pos, now_pos = [], []
+    for t, i in enumerate(idx.tolist()):
+        if i in last:
+            prev_pos.append(last[i])
+            now_pos.append(t)
+        last[i] = t
+    prev = np.asarray(prev_pos, dtype=int)
+    now = np.asarray(now_pos, dtype=int)
+    before, current = zero[prev], zero[now]
+    out = {"visits": int(idx.size), "pairs": int(prev.size),
+           "zero_before": int(before.sum()), "zero_both": int((before & current).sum()),
+           "zero_now": int(current.sum())}
+    out["persistence"] = (out["zero_both"] / out["zero_before"] if out["zero_before"]
+                          else None)
+    out["base_rate"] = out["zero_now"] / out["pairs"] if out["pairs"] else None
+    if rates is not None:
+        if sizes is None:
+            raise ValueError("a prediction from rates needs group_sizes")
+        p = as_probability(rates, "rates").ravel()
+        if idx.size and idx.max() >= p.size:
+            raise ValueError(f"prompt_idx reaches {idx.max()}, past the {p.size} rates")
+        pj = p[idx[prev]]
+        z_prev = pj ** sizes[prev] + (1 - pj) ** sizes[prev]
+        z_now = pj ** sizes[now] + (1 - pj) ** sizes[now]
+        den = float(z_prev.sum())
+        out["predicted"] = float((z_prev * z_now).sum() / den) if den > 0 else None
+    return out
