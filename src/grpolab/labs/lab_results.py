@@ -21,6 +21,7 @@ Use (a chapter, a notebook, a test)::
     lab.steps()                       # steps.csv as rows of {column: text}
     lab.census("mixed")               # the regime's warm-start census (prompts × samples, 0/1)
     lab.census_inputs("mixed")        # what that census was made from (its sidecar's inputs)
+    load("allocation").allocation_verdicts()  # a lab's own files, by its checked reader
     lab.json("verdicts.json")         # any other JSON object the folder holds, checked
     remedy("dynamic-sampling")        # labs/results/remedies/<item>/results.json, or None
     benchmarks()                      # benchmarks/results.json, or None
@@ -30,7 +31,7 @@ A new lab adds its files here (one method, its checked reader), not in its chapt
 ``tests/test_book_reads_results.py`` fails if a chapter opens a results file by hand.
 
 Used by: book/labs/01-g-sweep.md, 03-remedies.md, 05-compute-axis.md, 06-mechanism.md,
-book/theory/09-loss-aggregation.md, 10-dapo.md, 13-entropy.md,
+book/theory/09-loss-aggregation.md, 10-dapo.md, 13-entropy.md, 14-adaptive-allocation.md,
 book/capstone/01-choosing-g.md, 02-choose-g-for-your-run.md,
 book/interview/03-claim-audit.md, book/appendix/01-how-fast.md. No torch.
 """
@@ -163,6 +164,14 @@ class LabResults:
             return {}
         inputs = read_json(side, "a census record").get("inputs", {})
         return inputs if isinstance(inputs, dict) else {}
+
+    def allocation_results(self) -> dict:
+        """The allocation lab's ``results.json`` (read_allocation_results)."""
+        return _checked.read_allocation_results(self.path)
+
+    def allocation_verdicts(self) -> dict:
+        """The allocation lab's ``verdicts.json`` (read_allocation_verdicts)."""
+        return _checked.read_allocation_verdicts(self.path)
 
     def json(self, name: str, what: str | None = None, *, keys: tuple[str, ...] = ()) -> dict:
         """Any other JSON object in the folder (``verdicts.json``, ``pass_rates.json``,
