@@ -16,7 +16,9 @@ ever of the wrong type.
 
 - :func:`read_sweep_summary`: ``summary.json`` (runs, regimes, gradient noise);
 - :func:`read_gradient_noise`: ``gradient_noise.json`` (rows per regime);
-- :func:`read_compute_axis`: ``compute_axis.json``.
+- :func:`read_compute_axis`: ``compute_axis.json``;
+- :func:`read_by_level`: ``by_level.json`` (design B's per-level pass@k and coverage,
+  :mod:`grpolab.labs.design_b`).
 
 Each takes the file or the folder holding it. The chapters read their committed results
 through these (book/labs/01-g-sweep.md, 03-remedies.md, 05-compute-axis.md,
@@ -32,8 +34,8 @@ import os
 
 from grpolab._files import Field, check, read_json
 
-__all__ = ["COMPUTE_AXIS", "GRADIENT_NOISE", "KINDS", "MAX_G", "SWEEP_SUMMARY",
-           "read_compute_axis",
+__all__ = ["BY_LEVEL", "COMPUTE_AXIS", "GRADIENT_NOISE", "KINDS", "MAX_G", "SWEEP_SUMMARY",
+           "read_by_level", "read_compute_axis",
            "read_gradient_noise", "read_results", "read_sweep_summary"]
 
 #: The largest G a results file may hold: the largest ``num_generations`` GRPOConfig
@@ -150,6 +152,35 @@ COMPUTE_AXIS = Field("object", extra_keys=True, fields={
     "regimes": Field("map", items=AXIS_REGIME, max_items=MAX_ITEMS),
 })
 
+#: A difficulty level as a map key (the arithmetic task's levels are 1 to 25).
+_LEVEL_KEYS = (1, 10_000)
+_LEVEL_CHECKPOINT = Field("object", extra_keys=True, fields={
+    "step": Field("int", 0), "completions": Field("int", 0),
+    "by_level": Field("map", keys=_LEVEL_KEYS, items=Field("object", extra_keys=True, fields={
+        "prompts": Field("int", 1), "pass_at_k": _PASS_AT_K})),
+})
+_SOLVED_POINT = Field("object", extra_keys=True, fields={
+    "step": Field("int", 0), "completions": Field("int", 0),
+    "by_level": Field("map", keys=_LEVEL_KEYS, items=Field("int", 0)),
+})
+#: One run of ``by_level.json``.
+LEVEL_RUN = Field("object", extra_keys=True, fields={
+    "G": _G, "seed": Field("int", 0), "samples": Field("int", 1),
+    "checkpoints": Field("list", items=_LEVEL_CHECKPOINT, max_items=MAX_ITEMS),
+    "solved": Field("list", items=_SOLVED_POINT, nullable=True, max_items=MAX_ITEMS),
+    "training_prompts_by_level": Field("map", keys=_LEVEL_KEYS, items=Field("int", 0),
+                                       required=False),
+})
+#: ``by_level.json`` (``grpolab.labs.design_b.level_results``): per run, held-out pass@k per
+#: difficulty level at every checkpoint, and the distinct training prompts solved so far.
+BY_LEVEL = Field("object", extra_keys=True, fields={
+    "preset": Field("str", max_items=200),
+    "levels": Field("list", items=Field("int", *_LEVEL_KEYS), max_items=MAX_ITEMS),
+    "runs": Field("list", items=LEVEL_RUN, max_items=MAX_ITEMS),
+    "runs_finished": Field("int", 0, required=False),
+    "runs_planned": Field("int", 0, required=False),
+})
+
 #: What each file is (for messages), the top-level keys that say it is one, its schema.
 _FILES = {
     "summary.json": ("a sweep summary written by 'grpolab lab sweep'",
@@ -158,6 +189,8 @@ _FILES = {
                             GRADIENT_NOISE),
     "compute_axis.json": ("a compute-axis record written by 'grpolab lab sweep'",
                           ("preset", "regimes"), COMPUTE_AXIS),
+    "by_level.json": ("per-level pass@k written by 'python -m grpolab.labs.design_b'",
+                      ("preset", "levels", "runs"), BY_LEVEL),
 }
 #: The file names that have a schema here.
 KINDS = tuple(_FILES)
@@ -166,7 +199,7 @@ KINDS = tuple(_FILES)
 def read_results(path: str | os.PathLike, name: str | None = None):
     """The results file ``path`` (or ``path/name`` when ``path`` is a folder), checked
     against the schema of its kind; ``name`` (``summary.json``, ``gradient_noise.json``,
-    ``compute_axis.json``) defaults to the file's own name.
+    ``compute_axis.json``, ``by_level.json``) defaults to the file's own name.
 
     Raises:
         FileNotFoundError: no such file.
@@ -215,3 +248,9 @@ def read_compute_axis(path: str | os.PathLike) -> dict:
     """A sweep's ``compute_axis.json`` (the file or its folder), typed by
     :data:`COMPUTE_AXIS`; see :func:`read_results`."""
     return read_results(path, "compute_axis.json")
+
+
+def read_by_level(path: str | os.PathLike) -> dict:
+    """Design B's ``by_level.json`` (the file or its folder), typed by :data:`BY_LEVEL`; see
+    :func:`read_results`."""
+    return read_results(path, "by_level.json")
