@@ -25,7 +25,8 @@ import os
 import numpy as np
 
 __all__ = ["LEVELS", "HARD_LEVEL", "EASY_LEVEL", "NOISE_REGIMES", "measure_noise_by_level",
-           "predict", "level_results", "precondition", "slope_verdict", "easy_slope_verdict",
+           "unbounded_bootstrap", "predict", "level_results", "precondition", "slope_verdict",
+           "easy_slope_verdict",
            "interaction", "coverage_contrasts", "mechanism", "verdicts", "write_verdicts",
            "plot_design_b", "plot_coverage", "design_verdict", "MARGIN", "SOLVED_STRIDE"]
 
@@ -118,6 +119,42 @@ def _rule_of_thumb(census_path: str) -> dict:
     return out
 
 
+def unbounded_bootstrap(rows: list[dict], *, advantage_baseline: str, n_boot: int = 500,
+                        seed: int = 0) -> dict:
+    """G* over bootstrap resamples of every row's batches (their Gram matrices), counting a
+    draw whose fit puts c₁ = 0 (the noise does not level off in B, so the exact model's
+    MSE falls with G at every G) as G* = ∞ instead of dropping it. Returns the share of
+    unbounded draws and the 2.5% and 97.5% quantiles (None where the quantile is ∞)."""
+    from grpolab.advise import fit_noise_constants
+    from grpolab.grpo.measure import noise_from_gram
+
+    grams = [np.asarray(r["gram"], dtype=float) for r in rows if r.get("gram") is not None]
+    if len(grams) != len(rows) or not rows:
+        return {"draws": 0}
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(n_boot):
+        boot = []
+        for r, K in zip(rows, grams, strict=True):
+            idx = rng.integers(0, K.shape[0], K.shape[0])
+            st = noise_from_gram(K[np.ix_(idx, idx)])
+            boot.append({**r, "trace_variance": st["trace_variance"],
+                         "mean_gradient_norm_sq": st["mean_gradient_norm_sq"]})
+        try:
+            draws.append(fit_noise_constants(boot, "bootstrap",
+                                             advantage_baseline=advantage_baseline).g_star)
+        except ValueError as exc:
+            if "c1 is 0" not in str(exc):
+                continue  # another refusal (no variance): not a statement about G*
+            draws.append(math.inf)
+    if not draws:
+        return {"draws": 0}
+    d = np.sort(np.asarray(draws))
+    lo, hi = (float(np.quantile(d, q, method="inverted_cdf")) for q in (0.025, 0.975))
+    return {"draws": len(d), "unbounded_share": float(np.mean(np.isinf(d))),
+            "low": lo if math.isfinite(lo) else None, "high": hi if math.isfinite(hi) else None}
+
+
 def predict(out: str, census_path: str | None = None) -> dict:
     """The predicted G* per level from ``OUT/noise-by-level/gradient_noise.json``: the exact
     model fitted in leave-one-out units (:func:`grpolab.labs.sweep.compute_axis.noise_g_star`,
@@ -141,13 +178,19 @@ def predict(out: str, census_path: str | None = None) -> dict:
                        "zero_variance_fraction": [r.get("zero_variance_fraction") for r in rows],
                        "noise_to_signal": [r.get("noise_to_signal") for r in rows]}
         baseline = {r.get("advantage_baseline", "leave_one_out") for r in rows}
+        units = baseline.pop() if len(baseline) == 1 else "leave_one_out"
         try:
-            fit = noise_g_star(rows, advantage_baseline=baseline.pop() if len(baseline) == 1
-                               else "leave_one_out")
+            fit = noise_g_star(rows, advantage_baseline=units)
             entry.update({k: fit[k] for k in ("g_star", "range", "c1", "c2", "c3", "signal",
                                               "max_rel_residual", "notes", "units")})
         except ValueError as exc:  # the fit refuses (c1 = 0, too few points): said, not guessed
             entry.update(g_star=None, range=None, error=str(exc))
+        entry["bootstrap"] = unbounded_bootstrap(rows, advantage_baseline=units)
+        # at a fixed budget the leave-one-out estimator's mean does not depend on G, so the
+        # G with the smallest measured trace variance is the measured best of the grid
+        tv = {int(r["G"]): float(r["trace_variance"]) for r in rows}
+        entry["trace_variance_by_G"] = tv
+        entry["least_noise_G"] = min(tv, key=tv.get) if tv else None
         entry["rule_of_thumb"] = thumb.get(str(lvl))
         levels[str(lvl)] = entry
     return {"what": "design B's predicted G* per level, written before any training run",
@@ -156,7 +199,10 @@ def predict(out: str, census_path: str | None = None) -> dict:
                    "256 completions per step, the runs' estimator (leave-one-out, dr_grpo, "
                    "scale_rewards none); the exact model MSE = c1/B + c2/(BG) + c3/(BG(G-1)) "
                    "fitted in leave-one-out units (grpolab.advise.fit_noise_constants), "
-                   "G* = 1 + sqrt(c3/c1), range: 500-draw bootstrap over batches; rule of "
+                   "G* = 1 + sqrt(c3/c1), range: 500-draw bootstrap over batches; "
+                   "'bootstrap': the same draws with a fit that puts c1 = 0 counted as "
+                   "G* = infinity (null: an unbounded quantile); least_noise_G: the grid's G "
+                   "with the smallest measured trace variance at the fixed budget; rule of "
                    "thumb 1 + 1/sqrt(mean p) on labs/results/census-by-level"}
 
 
