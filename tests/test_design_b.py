@@ -250,3 +250,38 @@ def test_committed_prediction_names_a_g_star_or_the_fits_refusal_per_level():
         e = pred["levels"][lvl]
         assert e["G"] == list(GS) and all(b == 64 for b in e["batches"])
         assert (e["g_star"] is not None and e["g_star"] > 2) or e.get("error")
+
+
+# ----------------------------------------------------------------------------- the prediction
+def _noise_rows(c1, c2, c3, signal=0.01, n=64, d=300, seed=0):
+    """Gradient-noise rows at 256 completions per step, G in 2 8 32, each with the Gram
+    matrix of n gradients drawn with the exact model's trace variance."""
+    from grpolab.grpo.measure import noise_from_gram
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for G in GS:
+        B = 256 // G
+        tv = c1 / B + c2 / (B * G) + c3 / (B * G * (G - 1))
+        mu = np.zeros(d)
+        mu[0] = np.sqrt(signal)
+        X = mu + np.sqrt(tv / d) * rng.standard_normal((n, d))
+        K = X @ X.T
+        st = noise_from_gram(K)
+        rows.append({"G": G, "prompts_per_step": B, "batches": n, "gram": K.tolist(),
+                     "trace_variance": st["trace_variance"],
+                     "mean_gradient_norm_sq": st["mean_gradient_norm_sq"],
+                     "advantage_baseline": "leave_one_out"})
+    return rows
+
+
+def test_unbounded_bootstrap_planted_both_ways():
+    """Noise that falls with G at every G (c1 = 0) gives mostly unbounded draws; noise with
+    a finite optimum (G* = 1 + sqrt(c3/c1) = 3.3) gives none, and an interval around it."""
+    flat = design_b.unbounded_bootstrap(_noise_rows(0.0, 0.1, 1.0), advantage_baseline=
+                                        "leave_one_out", n_boot=100)
+    assert flat["unbounded_share"] > 0.5 and flat["high"] is None
+    finite = design_b.unbounded_bootstrap(_noise_rows(9.8, 14.4, 52.2), advantage_baseline=
+                                          "leave_one_out", n_boot=100)
+    assert finite["unbounded_share"] == 0
+    assert finite["low"] < 1 + np.sqrt(52.2 / 9.8) < finite["high"] < 5

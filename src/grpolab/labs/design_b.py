@@ -246,7 +246,9 @@ def level_results(out: str, preset=None) -> dict:
         for seed in preset.seeds:
             cfg = preset.run_config(regime, G, seed)
             folder = _run_dir(out, regime, G, seed)
-            summary = finished_run(folder, cfg, check_log=True)
+            # the config as a dict: its fields are compared, not the warm start's key, which
+            # holds the torch thread count of the process that asks (the sweep checked it)
+            summary = finished_run(folder, cfg.to_dict(), check_log=True)
             if summary is None:
                 continue
             train, evals = training_prompts(cfg, task)
