@@ -538,8 +538,10 @@ def plot_design_b(levels_doc: dict):
         fig, axes = plt.subplots(1, 3, figsize=(FIGURE_WIDTH, 3.0))
         for ax, (title, table, warm) in zip(axes, panels, strict=True):
             Gs = sorted(table)
-            for G in Gs:
-                ax.scatter([G] * len(table[G]), list(table[G].values()), s=12, alpha=0.5,
+            for G in Gs:  # seeds beside the mean, spread a little so none hides another
+                vals = list(table[G].values())
+                offsets = np.linspace(-0.12, 0.12, len(vals)) if len(vals) > 1 else [0.0]
+                ax.scatter([G * 2 ** (0.25 + o) for o in offsets], vals, s=14, alpha=0.6,
                            color="tab:blue")
             cis = [t_interval(list(table[G].values())) for G in Gs]
             means = [c["mean"] for c in cis]
