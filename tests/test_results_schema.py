@@ -143,7 +143,8 @@ def test_compute_axis_schema_names_the_field(tmp_path):
         results.read_compute_axis(_write(tmp_path, "compute_axis.json", bad))
 
 
-@pytest.mark.parametrize("name", ["summary.json", "gradient_noise.json", "compute_axis.json"])
+@pytest.mark.parametrize("name", ["summary.json", "gradient_noise.json", "compute_axis.json",
+                                  "by_level.json"])
 def test_every_committed_results_file_passes_its_schema(name):
     found = sorted(RESULTS.rglob(name))
     assert found, f"no committed {name}"

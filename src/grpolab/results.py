@@ -19,7 +19,9 @@ ever of the wrong type.
 - :func:`read_compute_axis`: ``compute_axis.json``;
 - :func:`read_allocation_results` and :func:`read_allocation_verdicts`: the adaptive-allocation
   lab's ``results.json`` (its ``allocation_runs``) and ``verdicts.json``
-  (labs/results/allocation, book/theory/14-adaptive-allocation.md).
+  (labs/results/allocation, book/theory/14-adaptive-allocation.md);
+- :func:`read_by_level`: ``by_level.json`` (design B's per-level pass@k and coverage,
+  :mod:`grpolab.labs.design_b`).
 
 Each takes the file or the folder holding it. The chapters reach them through the one
 reader of committed results by folder name, :mod:`grpolab.labs.lab_results`
@@ -35,9 +37,9 @@ import os
 
 from grpolab._files import Field, check, read_json
 
-__all__ = ["ALLOCATION_RESULTS", "ALLOCATION_VERDICTS", "COMPUTE_AXIS", "GRADIENT_NOISE",
-           "KINDS", "MAX_G", "SWEEP_SUMMARY", "read_allocation_results",
-           "read_allocation_verdicts", "read_compute_axis",
+__all__ = ["ALLOCATION_RESULTS", "ALLOCATION_VERDICTS", "BY_LEVEL", "COMPUTE_AXIS",
+           "GRADIENT_NOISE", "KINDS", "MAX_G", "SWEEP_SUMMARY", "read_allocation_results",
+           "read_allocation_verdicts", "read_by_level", "read_compute_axis",
            "read_gradient_noise", "read_results", "read_sweep_summary"]
 
 #: The largest G a results file may hold: the largest ``num_generations`` GRPOConfig
@@ -154,6 +156,35 @@ COMPUTE_AXIS = Field("object", extra_keys=True, fields={
     "regimes": Field("map", items=AXIS_REGIME, max_items=MAX_ITEMS),
 })
 
+#: A difficulty level as a map key (the arithmetic task's levels are 1 to 25).
+_LEVEL_KEYS = (1, 10_000)
+_LEVEL_CHECKPOINT = Field("object", extra_keys=True, fields={
+    "step": Field("int", 0), "completions": Field("int", 0),
+    "by_level": Field("map", keys=_LEVEL_KEYS, items=Field("object", extra_keys=True, fields={
+        "prompts": Field("int", 1), "pass_at_k": _PASS_AT_K})),
+})
+_SOLVED_POINT = Field("object", extra_keys=True, fields={
+    "step": Field("int", 0), "completions": Field("int", 0),
+    "by_level": Field("map", keys=_LEVEL_KEYS, items=Field("int", 0)),
+})
+#: One run of ``by_level.json``.
+LEVEL_RUN = Field("object", extra_keys=True, fields={
+    "G": _G, "seed": Field("int", 0), "samples": Field("int", 1),
+    "checkpoints": Field("list", items=_LEVEL_CHECKPOINT, max_items=MAX_ITEMS),
+    "solved": Field("list", items=_SOLVED_POINT, nullable=True, max_items=MAX_ITEMS),
+    "training_prompts_by_level": Field("map", keys=_LEVEL_KEYS, items=Field("int", 0),
+                                       required=False),
+})
+#: ``by_level.json`` (``grpolab.labs.design_b.level_results``): per run, held-out pass@k per
+#: difficulty level at every checkpoint, and the distinct training prompts solved so far.
+BY_LEVEL = Field("object", extra_keys=True, fields={
+    "preset": Field("str", max_items=200),
+    "levels": Field("list", items=Field("int", *_LEVEL_KEYS), max_items=MAX_ITEMS),
+    "runs": Field("list", items=LEVEL_RUN, max_items=MAX_ITEMS),
+    "runs_finished": Field("int", 0, required=False),
+    "runs_planned": Field("int", 0, required=False),
+})
+
 #: What each file is (for messages), the top-level keys that say it is one, its schema.
 _FILES = {
     "summary.json": ("a sweep summary written by 'grpolab lab sweep'",
@@ -162,6 +193,8 @@ _FILES = {
                             GRADIENT_NOISE),
     "compute_axis.json": ("a compute-axis record written by 'grpolab lab sweep'",
                           ("preset", "regimes"), COMPUTE_AXIS),
+    "by_level.json": ("per-level pass@k written by 'python -m grpolab.labs.design_b'",
+                      ("preset", "levels", "runs"), BY_LEVEL),
 }
 #: The file names that have a schema here.
 KINDS = tuple(_FILES)
@@ -170,7 +203,7 @@ KINDS = tuple(_FILES)
 def read_results(path: str | os.PathLike, name: str | None = None):
     """The results file ``path`` (or ``path/name`` when ``path`` is a folder), checked
     against the schema of its kind; ``name`` (``summary.json``, ``gradient_noise.json``,
-    ``compute_axis.json``) defaults to the file's own name.
+    ``compute_axis.json``, ``by_level.json``) defaults to the file's own name.
 
     Raises:
         FileNotFoundError: no such file.
@@ -291,3 +324,9 @@ def read_allocation_verdicts(path: str | os.PathLike) -> dict:
                     expect=dict, keys=("experiment", "primary"))
     check(doc, ALLOCATION_VERDICTS, path)
     return doc
+
+
+def read_by_level(path: str | os.PathLike) -> dict:
+    """Design B's ``by_level.json`` (the file or its folder), typed by :data:`BY_LEVEL`; see
+    :func:`read_results`."""
+    return read_results(path, "by_level.json")

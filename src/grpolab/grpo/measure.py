@@ -148,6 +148,12 @@ class ZeroVarianceMonitor:
             for s, g, i in zip(starts, sizes, prompt_idx, strict=True):
                 self.window.push([i], [rewards[s:s + g] > 0.5])
             rec["pass_rate_estimate_mean"] = float(self.window.hits[list(prompt_idx)].mean())
+            # which training prompts had at least one success this step: the coverage a
+            # run reaches (distinct prompts ever solved per completion, design B's
+            # mechanism check, grpolab.labs.design_b) is counted from these
+            rec["solved_prompts"] = sorted({int(i) for s, g, i in zip(starts, sizes, prompt_idx,
+                                                                       strict=True)
+                                            if rewards[s:s + g].max() > 0.5})
         self.observed.append(observed)
         self.informative_groups += int((~zero_var).sum())
         self.groups += len(sizes)

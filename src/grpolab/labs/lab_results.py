@@ -31,7 +31,8 @@ A new lab adds its files here (one method, its checked reader), not in its chapt
 ``tests/test_book_reads_results.py`` fails if a chapter opens a results file by hand.
 
 Used by: book/labs/01-g-sweep.md, 03-remedies.md, 05-compute-axis.md, 06-mechanism.md,
-book/theory/09-loss-aggregation.md, 10-dapo.md, 13-entropy.md, 14-adaptive-allocation.md,
+book/labs/08-coverage-pool.md, book/theory/09-loss-aggregation.md, 10-dapo.md, 13-entropy.md,
+14-adaptive-allocation.md,
 book/capstone/01-choosing-g.md, 02-choose-g-for-your-run.md,
 book/interview/03-claim-audit.md, book/appendix/01-how-fast.md. No torch.
 """
@@ -172,6 +173,10 @@ class LabResults:
     def allocation_verdicts(self) -> dict:
         """The allocation lab's ``verdicts.json`` (read_allocation_verdicts)."""
         return _checked.read_allocation_verdicts(self.path)
+
+    def by_level(self) -> dict:
+        """Design B's ``by_level.json`` (read_by_level)."""
+        return _checked.read_by_level(self.path)
 
     def json(self, name: str, what: str | None = None, *, keys: tuple[str, ...] = ()) -> dict:
         """Any other JSON object in the folder (``verdicts.json``, ``pass_rates.json``,

@@ -46,7 +46,8 @@ from grpolab.labs.common import (
 )
 
 __all__ = ["Regime", "SweepPreset", "PRESETS", "get_preset", "GPU_SMOLLM2_BUDGET",
-           "DESIGN_C_SGD_LR", "DESIGN_C_REGIMES"]
+           "DESIGN_C_SGD_LR", "DESIGN_C_REGIMES", "DESIGN_B_LEVELS", "DESIGN_B_TASK_KWARGS",
+           "DESIGN_B_BUDGET", "DESIGN_B_REGIME"]
 
 
 @dataclass
@@ -190,6 +191,22 @@ COMPUTE_EVALS = [COMPLETIONS_PER_STEP * 2 ** k for k in range(2, 10)]
 DESIGN_A_BUDGET = 256
 DESIGN_A_STEPS = 768
 DESIGN_A_EVALS = [DESIGN_A_BUDGET * DESIGN_A_STEPS // 2 ** k for k in range(7, -1, -1)]
+#: Design B (issue 31; declared in labs/results/design-b/declared.json before any run): a
+#: coverage-limited pool, 3-digit sums (warm-start mean p about 0.48) and 4-digit sums (about
+#: 0.009, most never solved; labs/results/census-by-level), half and half. The RL and
+#: held-out prompts come from the task's seed-1 split, as design A's; at these two levels it
+#: shares no prompt with the warm start's supervised (seed-0) split (counted in
+#: labs/results/design-b/deviations.md). Every training prompt of the two levels is used
+#: (653 + 652) and every held-out one (130 + 131), each evaluated with 64 samples (pass@1
+#: and pass@64 per level: grpolab.labs.design_b). 256 completions per step for 512 steps,
+#: held-out evaluations at steps 32, 128 and 512 (and the warm start).
+DESIGN_B_LEVELS = [3, 4]
+DESIGN_B_TASK_KWARGS = {**TASK_KWARGS, "seed": 1}
+DESIGN_B_BUDGET = 256
+DESIGN_B_STEPS = 512
+DESIGN_B_EVALS = [DESIGN_B_BUDGET * s for s in (32, 128, DESIGN_B_STEPS)]
+#: The one training regime of design B: both levels in one pool, evaluated per level.
+DESIGN_B_REGIME = Regime("3-and-4-digit", list(DESIGN_B_LEVELS), budget=DESIGN_B_BUDGET)
 #: Design C (labs/results/design-c/declared.json, book/labs/06-mechanism.md): SGD's
 #: learning rate, matched once to AdamW's mean update norm over a 100-step run at G = 8 in
 #: the mixed regime (scale_rewards "group", dr_grpo); SGD does not clip (max_grad_norm 0,
@@ -261,6 +278,22 @@ PRESETS: dict[str, SweepPreset] = {
         group_sizes=[2, 8, 32], seeds=[0, 1, 2, 3],
         regimes=[Regime("mixed", [1, 2, 3], budget=DESIGN_A_BUDGET)],
         noise_batches=64,
+    ),
+    "design-b": SweepPreset(
+        name="design-b",
+        description="Design B, a coverage-limited pool (declared in "
+                    "labs/results/design-b/declared.json): 3- and 4-digit sums half and half "
+                    "from another split than the warm start's, G in 2 8 32 x 4 seeds x 512 "
+                    "steps at 256 completions per step, leave-one-out Dr. GRPO, pass@1 and "
+                    "pass@64 per level from 64 samples on every held-out prompt of both "
+                    "levels; the per-level gradient noise is measured beforehand by "
+                    "python -m grpolab.labs.design_b noise (labs/README.md has the time).",
+        config=apply_overrides(
+            TINY_BASE, DR_GRPO, advantage_baseline="leave_one_out", steps=DESIGN_B_STEPS,
+            eval_at=DESIGN_B_EVALS, eval_samples=64, max_train_prompts=None,
+            max_eval_prompts=None, census_samples=64, task_kwargs=DESIGN_B_TASK_KWARGS),
+        group_sizes=[2, 8, 32], seeds=[0, 1, 2, 3], regimes=[DESIGN_B_REGIME],
+        noise_batches=0,
     ),
     "design-c": SweepPreset(
         name="design-c",
