@@ -148,6 +148,11 @@ class ZeroVarianceMonitor:
             for s, g, i in zip(starts, sizes, prompt_idx, strict=True):
                 self.window.push([i], [rewards[s:s + g] > 0.5])
             rec["pass_rate_estimate_mean"] = float(self.window.hits[list(prompt_idx)].mean())
+            # the sharpening mechanism (design A, book/labs/07-crossing.md): groups that
+            # were all correct, the zero-variance groups an easy pool piles up
+            rec["all_correct_fraction"] = float(np.mean(
+                [bool(np.all(rewards[s:s + g] > 0.5)) for s, g in zip(starts, sizes,
+                                                                    strict=True)]))
         self.observed.append(observed)
         self.informative_groups += int((~zero_var).sum())
         self.groups += len(sizes)

@@ -46,7 +46,7 @@ from grpolab.labs.common import (
 )
 
 __all__ = ["Regime", "SweepPreset", "PRESETS", "get_preset", "GPU_SMOLLM2_BUDGET",
-           "DESIGN_C_SGD_LR", "DESIGN_C_REGIMES"]
+           "DESIGN_A_LEARNING_RATE", "DESIGN_C_SGD_LR", "DESIGN_C_REGIMES"]
 
 
 @dataclass
@@ -190,6 +190,11 @@ COMPUTE_EVALS = [COMPLETIONS_PER_STEP * 2 ** k for k in range(2, 10)]
 DESIGN_A_BUDGET = 256
 DESIGN_A_STEPS = 768
 DESIGN_A_EVALS = [DESIGN_A_BUDGET * DESIGN_A_STEPS // 2 ** k for k in range(7, -1, -1)]
+#: Design A's AdamW learning rate, declared from the G = 8 pilot seed
+#: (labs/results/design-a/deviations.md, item 1; :func:`grpolab.labs.design_a.run_pilot`
+#: writes labs/results/design-a/pilot.json, which tests/test_design_a.py checks this copy
+#: against). Until the pilot ran: cpu-compute's 5e-5.
+DESIGN_A_LEARNING_RATE = 5e-5
 #: Design C (labs/results/design-c/declared.json, book/labs/06-mechanism.md): SGD's
 #: learning rate, matched once to AdamW's mean update norm over a 100-step run at G = 8 in
 #: the mixed regime (scale_rewards "group", dr_grpo); SGD does not clip (max_grad_norm 0,
@@ -256,6 +261,7 @@ PRESETS: dict[str, SweepPreset] = {
                     "is about an hour on 2 CPU cores (not measured).",
         config=apply_overrides(
             TINY_BASE, DR_GRPO, advantage_baseline="leave_one_out", steps=DESIGN_A_STEPS,
+            learning_rate=DESIGN_A_LEARNING_RATE,
             eval_at=DESIGN_A_EVALS, eval_samples=32, max_eval_prompts=200, census_samples=64,
             task_kwargs={**TASK_KWARGS, "seed": 1}),
         group_sizes=[2, 8, 32], seeds=[0, 1, 2, 3],
