@@ -118,6 +118,15 @@ def test_planted_crossing_is_supported():
     assert "at a fixed budget of 256 completions per step" in r["last"]["statement"]
 
 
+def test_sign_change_is_where_the_mean_slope_turns_positive():
+    """Descriptive, for the figure: the planted crossing's seed-mean slope turns positive
+    at one checkpoint; curves that never cross have none."""
+    assert design_a.sign_change_checkpoint(design_a.crossing_verdicts(_table(CROSSING))) \
+        == 24576
+    for spec in (BEYOND, SMALL_G_WINS):
+        assert design_a.sign_change_checkpoint(design_a.crossing_verdicts(_table(spec))) is None
+
+
 def test_planted_refuting_outcome_is_contradicted():
     r = design_a.crossing_verdicts(_table(SMALL_G_WINS))
     assert r["precondition"]["holds"]

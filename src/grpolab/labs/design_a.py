@@ -24,7 +24,8 @@ import numpy as np
 __all__ = ["PILOT_G", "PILOT_SEED", "PILOT_STEPS", "PILOT_LEARNING_RATES", "DEFAULT_LR",
            "PILOT_TIE", "choose_lr", "pilot_plan", "run_pilot", "checkpoint_table",
            "first_learning_checkpoint", "all_correct_at_end", "crossing_verdicts",
-           "verdicts", "write_verdicts", "plot_design_a", "REGIME", "SMALL_G",
+           "verdicts", "write_verdicts", "plot_design_a", "sign_change_checkpoint", "REGIME",
+           "SMALL_G",
            "ALL_CORRECT_THRESHOLD", "END_AFTER_STEP", "HELD_FIXED"]
 
 # ----------------------------------------------------------------------------- the pilot
@@ -324,6 +325,25 @@ def write_verdicts(out: str) -> dict:
     return result
 
 
+def sign_change_checkpoint(result: dict) -> int | None:
+    """The first checkpoint at which the mean slope on log₂ G is above 0 after having been
+    below 0 at an earlier one: where the seed-mean curves cross (descriptive, not a declared
+    test); None when they do not within the budget."""
+    seen_negative = False
+    for c, slope in sorted(result["crossing"]["slope_by_checkpoint"].items(),
+                           key=lambda kv: float(kv[0])):
+        if slope < 0:
+            seen_negative = True
+        elif slope > 0 and seen_negative:
+            return int(float(c))
+    return None
+
+
+def _thousands(value: float, _pos=None) -> str:
+    """An axis label for a completion count: 1.5k, 12k, 197k."""
+    return f"{value / 1000:.1f}k" if value < 10_000 else f"{value / 1000:.0f}k"
+
+
 def plot_design_a(table: dict, result: dict):
     """Design A's figure: (left) held-out pass@1 against completions (log axis), one thin
     line per seed and the seed mean bold per G, the first learning checkpoint and the
@@ -355,20 +375,28 @@ def plot_design_a(table: dict, result: dict):
         if first.get("completions"):
             ax.axvline(first["completions"], color="black", ls=":", lw=1,
                        label="first learning checkpoint")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("completions consumed (256 per step)")
+        cross = sign_change_checkpoint(result)
+        for axis in (ax, bx):
+            if cross is not None:
+                axis.axvline(cross, color="tab:purple", ls="--", lw=1.2,
+                             label="slope turns positive" if axis is ax else None)
+            axis.set_xscale("log", base=2)
+            axis.set_xticks(computes[::2])
+            axis.xaxis.set_major_formatter(plt.FuncFormatter(_thousands))
+            axis.xaxis.set_minor_formatter(plt.NullFormatter())
+            axis.set_xlabel("completions consumed (256 per step)")
         ax.set_ylabel("held-out pass@1")
-        ax.legend(fontsize=8, loc="upper left")
+        if cross is None:
+            ax.plot([], [], " ", label="no sign change within the budget")
+        ax.legend(fontsize=7.5, loc="best")
         slopes = result["crossing"]
-        xs = [c for c in computes]
+        xs = list(computes)
         mid = [slopes["slope_by_checkpoint"][c] for c in xs]
         lo = [slopes["slope_by_checkpoint_low"][c] for c in xs]
         hi = [slopes["slope_by_checkpoint_high"][c] for c in xs]
         bx.errorbar(xs, mid, yerr=[np.subtract(mid, lo), np.subtract(hi, mid)], fmt="o-",
                     color="black", capsize=3, ms=4)
         bx.axhline(0, color="grey", lw=0.8)
-        bx.set_xscale("log", base=2)
-        bx.set_xlabel("completions consumed (256 per step)")
         bx.set_ylabel("Δ pass@1 per doubling of G")
         fig.tight_layout()
     return fig
