@@ -251,6 +251,27 @@ def test_step_table_reader_refuses_damage(tmp_path):
             read_step_table(tmp_path, ("all_correct_fraction",))
 
 
+def test_the_book_skips_a_sweeps_local_folders(tmp_path):
+    """A sweep run into labs/results/NAME (as labs/README.md says) leaves runs/ and cache/
+    there, out of git; the book's door check and cache fingerprint skip them (a tokenizer
+    config with a 31-digit integer stopped the build), and still refuse a damaged results
+    file beside them."""
+    from grpolab.book import build
+
+    sweep = tmp_path / "design-a"
+    (sweep / "cache" / "warmstart-x").mkdir(parents=True)
+    (sweep / "runs" / "mixed").mkdir(parents=True)
+    (sweep / "cache" / "warmstart-x" / "tokenizer_config.json").write_text(
+        '{"model_max_length": 1000000000000000019884624838656}')
+    (sweep / "runs" / "mixed" / "log.json").write_text("{not json")
+    (sweep / "pilot.json").write_text('{"chosen_learning_rate": 0.0001}')
+    assert [p.name for p in build._results_files(tmp_path)] == ["pilot.json"]
+    build._check_results(tmp_path)  # passes
+    (sweep / "summary.json").write_text('{"preset": 1}')
+    with pytest.raises(build.BookBuildError, match="summary.json"):
+        build._check_results(tmp_path)
+
+
 def test_command_line_refuses_a_missing_folder(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "grpolab.labs.design_a", "--verdicts",
                            str(tmp_path / "nope")], capture_output=True, text=True)

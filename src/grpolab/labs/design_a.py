@@ -388,7 +388,7 @@ def plot_design_a(table: dict, result: dict):
         ax.set_ylabel("held-out pass@1")
         if cross is None:
             ax.plot([], [], " ", label="no sign change within the budget")
-        ax.legend(fontsize=7.5, loc="best")
+        ax.legend(fontsize=8, loc="best")
         slopes = result["crossing"]
         xs = list(computes)
         mid = [slopes["slope_by_checkpoint"][c] for c in xs]
