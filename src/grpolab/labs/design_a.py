@@ -358,7 +358,7 @@ def plot_design_a(table: dict, result: dict):
     Gs = sorted({G for c in computes for G in table[c]})
     colors = dict(zip(Gs, ("tab:blue", "tab:orange", "tab:green", "tab:red"), strict=False))
     with plt.rc_context(FIGURE_STYLE):
-        fig, (ax, bx) = plt.subplots(1, 2, figsize=(FIGURE_WIDTH, 3.8),
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(FIGURE_WIDTH, 4.2),
                                      gridspec_kw={"width_ratios": [1.3, 1]})
         for G in Gs:
             seeds = sorted(set.intersection(*(set(table[c][G]) for c in computes)))
@@ -388,7 +388,8 @@ def plot_design_a(table: dict, result: dict):
         ax.set_ylabel("held-out pass@1")
         if cross is None:
             ax.plot([], [], " ", label="no sign change within the budget")
-        ax.legend(fontsize=8, loc="best")
+        handles, labels = ax.get_legend_handles_labels()
+        fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=3, frameon=False)
         slopes = result["crossing"]
         xs = list(computes)
         mid = [slopes["slope_by_checkpoint"][c] for c in xs]
@@ -398,7 +399,7 @@ def plot_design_a(table: dict, result: dict):
                     color="black", capsize=3, ms=4)
         bx.axhline(0, color="grey", lw=0.8)
         bx.set_ylabel("Δ pass@1 per doubling of G")
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0.1, 1, 1))  # the legend below both panels
     return fig
 
 
