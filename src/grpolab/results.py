@@ -21,7 +21,8 @@ ever of the wrong type.
   lab's ``results.json`` (its ``allocation_runs``) and ``verdicts.json``
   (labs/results/allocation, book/theory/14-adaptive-allocation.md);
 - :func:`read_by_level`: ``by_level.json`` (design B's per-level pass@k and coverage,
-  :mod:`grpolab.labs.design_b`).
+  :mod:`grpolab.labs.design_b`);
+- :func:`read_step_table`: ``steps.csv`` (every 5th training step of every run).
 
 Each takes the file or the folder holding it. The chapters reach them through the one
 reader of committed results by folder name, :mod:`grpolab.labs.lab_results`
@@ -33,14 +34,17 @@ numpy-free beyond :mod:`grpolab._files`; no torch.
 
 from __future__ import annotations
 
+import math
 import os
+import re
 
 from grpolab._files import Field, check, read_json
 
 __all__ = ["ALLOCATION_RESULTS", "ALLOCATION_VERDICTS", "BY_LEVEL", "COMPUTE_AXIS",
-           "GRADIENT_NOISE", "KINDS", "MAX_G", "SWEEP_SUMMARY", "read_allocation_results",
-           "read_allocation_verdicts", "read_by_level", "read_compute_axis",
-           "read_gradient_noise", "read_results", "read_sweep_summary"]
+           "GRADIENT_NOISE", "KINDS", "MAX_G", "STEP_TABLE_KEYS", "SWEEP_SUMMARY",
+           "read_allocation_results", "read_allocation_verdicts", "read_by_level",
+           "read_compute_axis", "read_gradient_noise", "read_results", "read_step_table",
+           "read_sweep_summary"]
 
 #: The largest G a results file may hold: the largest ``num_generations`` GRPOConfig
 #: accepts (``grpolab.grpo.config.MAX_COMPLETIONS_PER_STEP``, a layer above this module;
@@ -330,3 +334,60 @@ def read_by_level(path: str | os.PathLike) -> dict:
     """Design B's ``by_level.json`` (the file or its folder), typed by :data:`BY_LEVEL`; see
     :func:`read_results`."""
     return read_results(path, "by_level.json")
+
+
+#: The columns that name a row of ``steps.csv``: which run (regime, G, seed) and which step.
+STEP_TABLE_KEYS = ("regime", "G", "seed", "step")
+
+
+def read_step_table(path: str | os.PathLike, columns=()) -> list[dict]:
+    """A sweep's ``steps.csv`` (the file or its folder): one dict per row with ``regime``
+    (str), ``G``, ``seed`` and ``step`` (ints, G within [1, MAX_G]) and each of ``columns``
+    (a finite float, or None where the cell is empty: a quantity that step did not log).
+
+    Raises:
+        FileNotFoundError: no such file.
+        CorruptFileError: a ragged row, a missing column (naming it and what the header has),
+            or a cell that is not what its column needs (naming the row and the column).
+    """
+    from grpolab._files import CorruptFileError, read_csv
+
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        path = os.path.join(path, "steps.csv")
+    rows = read_csv(path, "a step table written by 'grpolab lab sweep' (steps.csv)")
+    if not rows:
+        raise CorruptFileError(path, "the file is empty: no header row")
+    header = [c.strip() for c in rows[0]]
+    missing = [c for c in (*STEP_TABLE_KEYS, *columns) if c not in header]
+    if missing:
+        raise CorruptFileError(path, f"no column {', '.join(missing)} (the header has "
+                               f"{', '.join(header[:12]) or 'nothing'})")
+    at = {c: header.index(c) for c in (*STEP_TABLE_KEYS, *columns)}
+    out = []
+    for n, row in enumerate(rows[1:], 2):
+        if not any(c.strip() for c in row):
+            continue
+        rec: dict = {"regime": row[at["regime"]].strip()}
+        for key, lo, hi in (("G", 1, MAX_G), ("seed", 0, None), ("step", 0, None)):
+            cell = row[at[key]].strip()
+            ok = re.fullmatch("[0-9]{1,12}", cell) is not None
+            if not (ok and lo <= int(cell) and (hi is None or int(cell) <= hi)):
+                raise CorruptFileError(path, f"row {n}, column {key} is {cell!r}, not an "
+                                       f"integer >= {lo}" + (f" and <= {hi}" if hi else ""))
+            rec[key] = int(cell)
+        for c in columns:
+            cell = row[at[c]].strip()
+            if cell == "":
+                rec[c] = None
+                continue
+            try:
+                value = float(cell)
+            except ValueError:
+                value = math.nan
+            if not math.isfinite(value):
+                raise CorruptFileError(path, f"row {n}, column {c} is {cell!r}, not a finite "
+                                       "number")
+            rec[c] = value
+        out.append(rec)
+    return out

@@ -551,11 +551,19 @@ def _check_yaml(book: Path) -> None:
                                  f"({_yaml_problem(exc)})") from None
 
 
+#: A sweep's local folders inside its results folder: run logs and the cached warm start
+#: (tokenizer files, weights), which every results folder's .gitignore keeps out of git and
+#: no page reads. A sweep run into ``labs/results/NAME`` as its README says leaves them there.
+LOCAL_RESULT_DIRS = frozenset({"runs", "cache"})
+
+
 def _results_files(root: Path) -> list[Path]:
-    """Every regular file under ``root`` (sorted; symlinks to files included)."""
+    """Every regular file under ``root`` (sorted; symlinks to files included), except those
+    in a sweep's local folders (:data:`LOCAL_RESULT_DIRS`)."""
     if not root.is_dir():
         return []
-    return sorted(p for p in root.rglob("*") if p.is_file())
+    return sorted(p for p in root.rglob("*") if p.is_file()
+                  and not LOCAL_RESULT_DIRS & set(p.relative_to(root).parts[:-1]))
 
 
 def _check_results(root: Path) -> None:

@@ -154,6 +154,11 @@ class ZeroVarianceMonitor:
             rec["solved_prompts"] = sorted({int(i) for s, g, i in zip(starts, sizes, prompt_idx,
                                                                        strict=True)
                                             if rewards[s:s + g].max() > 0.5})
+            # the sharpening mechanism (design A, book/labs/07-crossing.md): groups that
+            # were all correct, the zero-variance groups an easy pool piles up
+            rec["all_correct_fraction"] = float(np.mean(
+                [bool(np.all(rewards[s:s + g] > 0.5)) for s, g in zip(starts, sizes,
+                                                                    strict=True)]))
         self.observed.append(observed)
         self.informative_groups += int((~zero_var).sum())
         self.groups += len(sizes)

@@ -72,7 +72,7 @@ LOGGED_KEYS = (
     "reward_mean", "reward_std",
     "zero_variance_observed", "zero_variance_predicted", "zero_variance_predicted_plugin",
     "pass_rate_estimate_mean", "solved_prompts", "completion_length_mean",
-    "completions_step", "groups", "informative_fraction",
+    "completions_step", "groups", "informative_fraction", "all_correct_fraction",
     # the drift from the starting policy at each evaluation (grpolab's loop measures it on
     # the latest training rollout; the TRL callback sees no rollout and logs null)
     "kl_to_warm_start",

@@ -57,7 +57,7 @@ __all__ = ["run_sweep", "plan_sweep", "aggregate", "regime_verdicts", "census_pa
 STEP_STRIDE = 5
 STEP_COLUMNS = ("step", "completions", "reward_mean", "zero_variance_observed",
                 "zero_variance_predicted", "zero_variance_predicted_plugin", "grad_norm",
-                "entropy", "kl", "seconds")
+                "entropy", "kl", "seconds", "all_correct_fraction")
 
 
 #: The tiny model's census has at least this many samples per prompt (and twice the
