@@ -464,29 +464,39 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-#: The allocation lab's committed verdicts (book/theory/14-adaptive-allocation.md, "Measured").
+#: The committed verdicts of the experiments built so that G could decide: design A (the
+#: crossing, book/labs/07-crossing.md), design B (the coverage-limited pool,
+#: book/labs/08-coverage-pool.md) and the allocation lab (book/theory/14, "Measured").
+DESIGN_A_VERDICTS_PATH = "labs/results/design-a/verdicts.json"
+DESIGN_B_VERDICTS_PATH = "labs/results/design-b/verdicts.json"
 ALLOCATION_VERDICTS_PATH = "labs/results/allocation/verdicts.json"
 
 
-def _allocation_sentence() -> str:
-    """The sheet's line on per-prompt splits, its verdicts read from the committed
-    verdicts.json through its checked reader (empty where the lab is not committed)."""
+def _measured_clause() -> str:
+    """The sheet's clause on what the tiny model showed about hard pools, large compute and
+    per-prompt splits, its verdicts read from the committed verdicts.json files through the
+    checked readers (empty where none is committed). Short: the sheet prints on one page."""
+    from grpolab._files import read_json
     from grpolab._paths import checkout_root
     from grpolab.results import read_allocation_verdicts
 
-    path = checkout_root() / ALLOCATION_VERDICTS_PATH
-    if not path.is_file():
+    root = checkout_root()
+    said = []
+    for rel, what in ((DESIGN_B_VERDICTS_PATH, "hard pool"), (DESIGN_A_VERDICTS_PATH,
+                                                               "crossing")):
+        if (root / rel).is_file():
+            verdict = read_json(root / rel, f"{what} verdicts", keys=("verdict",))["verdict"]
+            said.append(f"{what} {verdict}")
+    if (root / ALLOCATION_VERDICTS_PATH).is_file():
+        v = read_allocation_verdicts(root / ALLOCATION_VERDICTS_PATH)
+        verdicts = {r["verdict"] for r in v["primary"]}
+        said.append("per-prompt splits " + (verdicts.pop() if len(verdicts) == 1 else
+                                            "mixed against uniform"))
+    if not said:
         return ""
-    v = read_allocation_verdicts(path)
-    said = {r["verdict"] for r in v["primary"]}
-    rules = (f"all three rules {said.pop()}" if len(said) == 1 else
-             "; ".join(f"{r['rule']} {r['verdict']}" for r in v["primary"]))
-    level = v["levels"]["uniform"]["4-digit pass@1"]["mean"]
-    greso = v["predictions"]["greso_premise"]["verdict"]
-    return ("\n**Per-prompt splits** ({doc}`ch. 14 <../theory/14-adaptive-allocation>`; tiny "
-            f"model, {v['steps']} steps of {v['completions'] // v['steps']} completions): on "
-            f"4-digit pass@1 (uniform G = 8: {level:.3f}) {rules}; GRESO's premise, zero "
-            f"variance persisting across visits: {greso}.\n")
+    return (" Measured on the tiny model ({doc}`labs 7 <../labs/07-crossing>`, "
+            "{doc}`8 <../labs/08-coverage-pool>`, {doc}`ch. 14 "
+            "<../theory/14-adaptive-allocation>`): " + "; ".join(said) + ".")
 
 
 def render_sheet() -> str:
@@ -517,9 +527,9 @@ def render_sheet() -> str:
         parts.append(f"| {r.name} | {r.G} | {_cell(r.settings)} | {_cell(r.source)} |\n")
     parts.append("\n**Choosing G** ({doc}`capstone <../capstone/01-choosing-g>`): none of these "
                  "ablates G; start at 8 (informative groups per completion fall with G), "
-                 "G\\* = 1 + √(c₃/c₁) from noise constants, larger for hard pools (≈ 1 + 1/√p̄) "
-                 "and as total compute grows (IsoCompute).\n")
-    parts.append(_allocation_sentence())
+                 "G\\* = 1 + √(c₃/c₁) from noise constants; theory says larger for hard pools "
+                 "(≈ 1 + 1/√p̄) and as total compute grows (IsoCompute)."
+                 + _measured_clause() + "\n")
     parts.append("\n## Five common wrong answers\n\n| Wrong answer | Why it is wrong |\n"
                  "|---|---|\n")
     for item in sheet_wrong_answers():
