@@ -482,21 +482,17 @@ def _measured_clause() -> str:
 
     root = checkout_root()
     said = []
-    for rel, what in ((DESIGN_B_VERDICTS_PATH, "hard pool"), (DESIGN_A_VERDICTS_PATH,
-                                                               "crossing")):
+    for rel, what, page in ((DESIGN_A_VERDICTS_PATH, "crossing", "labs/07-crossing"),
+                            (DESIGN_B_VERDICTS_PATH, "hard pool", "labs/08-coverage-pool")):
         if (root / rel).is_file():
             verdict = read_json(root / rel, f"{what} verdicts", keys=("verdict",))["verdict"]
-            said.append(f"{what} {verdict}")
+            said.append(f"{{doc}}`{what} {verdict} <../{page}>`")
     if (root / ALLOCATION_VERDICTS_PATH).is_file():
         v = read_allocation_verdicts(root / ALLOCATION_VERDICTS_PATH)
-        verdicts = {r["verdict"] for r in v["primary"]}
-        said.append("per-prompt splits " + (verdicts.pop() if len(verdicts) == 1 else
-                                            "mixed against uniform"))
-    if not said:
-        return ""
-    return (" Measured on the tiny model ({doc}`labs 7 <../labs/07-crossing>`, "
-            "{doc}`8 <../labs/08-coverage-pool>`, {doc}`ch. 14 "
-            "<../theory/14-adaptive-allocation>`): " + "; ".join(said) + ".")
+        tied = all(r["verdict"].startswith("equivalent") for r in v["primary"])
+        said.append("{doc}`splits " + ("≈ uniform" if tied else "≠ uniform")
+                    + " <../theory/14-adaptive-allocation>`")
+    return "; tiny model: " + ", ".join(said) if said else ""
 
 
 def render_sheet() -> str:
@@ -525,11 +521,12 @@ def render_sheet() -> str:
                  "|---|---|---|---|\n")
     for r in RECIPES:
         parts.append(f"| {r.name} | {r.G} | {_cell(r.settings)} | {_cell(r.source)} |\n")
-    parts.append("\n**Choosing G** ({doc}`capstone <../capstone/01-choosing-g>`): none of these "
-                 "ablates G; start at 8 (informative groups per completion fall with G), "
-                 "G\\* = 1 + √(c₃/c₁) from noise constants; theory says larger for hard pools "
-                 "(≈ 1 + 1/√p̄) and as total compute grows (IsoCompute)."
-                 + _measured_clause() + "\n")
+    # One line, kept as short as the line it replaced: the sheet has no room to spare
+    # (tests/test_browser_drill.py prints it on Letter with room for 35 formulas).
+    parts.append("\n**Choosing G** ({doc}`capstone <../capstone/01-choosing-g>`): start at 8, "
+                 "G\\* = 1 + √(c₃/c₁) from noise constants; in theory larger for hard pools "
+                 "(≈ 1 + 1/√p̄) and at large compute (IsoCompute)"
+                 + _measured_clause() + ".\n")
     parts.append("\n## Five common wrong answers\n\n| Wrong answer | Why it is wrong |\n"
                  "|---|---|\n")
     for item in sheet_wrong_answers():
