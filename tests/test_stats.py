@@ -302,3 +302,16 @@ def test_matched_compute_reverses_an_equal_steps_effect_that_is_only_more_comput
     assert m["held_fixed"] == "at matched completions (1,600)"
     with pytest.raises(ValueError, match="fewer than two"):
         matched_compute_trend(curves, 123)
+
+
+def test_direction_verdict_can_say_each_of_its_four_words():
+    """A difference predicted positive: above 0 supported, below 0 refuted (the planted
+    refuting outcome), tight around 0 equivalent, wide around 0 inconclusive."""
+    from grpolab.labs.stats import direction_verdict
+
+    assert direction_verdict([0.02, 0.03, 0.025, 0.028])[0] == "supported"
+    assert direction_verdict([-0.02, -0.03, -0.025, -0.028])[0] == "refuted"
+    assert direction_verdict([0.0005, -0.0004, 0.0002, -0.0001])[0] == "equivalent"
+    verdict, ci, eq = direction_verdict([0.03, -0.03, 0.02, -0.025])
+    assert verdict == "inconclusive" and ci["low"] < 0 < ci["high"]
+    assert eq["verdict"] == "not equivalent"

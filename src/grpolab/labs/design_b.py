@@ -374,7 +374,7 @@ def interaction(hard: dict, easy: dict, *, declared_mde: float | None = None,
     one (both over every G), a paired t over the seeds that ran every (level, G), TOST at
     :data:`MARGIN`. "supported" (interval above 0), "refuted" (below 0), "equivalent", else
     "inconclusive". ``hard``/``easy``: ``{G: {seed: final pass@1}}``."""
-    from grpolab.labs.stats import t_interval, tost, trend_in_log2_G
+    from grpolab.labs.stats import direction_verdict, trend_in_log2_G
 
     Gs = sorted(set(hard) & set(easy))
     if len(Gs) < 2:
@@ -385,16 +385,7 @@ def interaction(hard: dict, easy: dict, *, declared_mde: float | None = None,
     h = trend_in_log2_G({G: {s: hard[G][s] for s in seeds} for G in Gs})
     e = trend_in_log2_G({G: {s: easy[G][s] for s in seeds} for G in Gs})
     per_seed = [a - b for a, b in zip(h["per_seed_slopes"], e["per_seed_slopes"], strict=True)]
-    ci = t_interval(per_seed, confidence)
-    eq = tost(per_seed, MARGIN)
-    if ci["low"] is not None and ci["low"] > 0:
-        verdict = "supported"
-    elif ci["high"] is not None and ci["high"] < 0:
-        verdict = "refuted"
-    elif eq["verdict"] == "equivalent":
-        verdict = "equivalent"
-    else:
-        verdict = "inconclusive"
+    verdict, ci, eq = direction_verdict(per_seed, MARGIN, confidence)
     return {"verdict": verdict, "mean": ci["mean"], "low": ci["low"], "high": ci["high"],
             "confidence": confidence, "seeds": seeds, "G": Gs, "per_seed": per_seed,
             "mde": ci.get("mde"), "declared_mde": declared_mde, "tost": eq}

@@ -246,7 +246,7 @@ def interaction(table: dict, *, margin: float = INTERACTION_MARGIN,
     (TOST: the 90% interval inside ±margin, which the declaration counts as refuting), else
     "inconclusive".
     """
-    from grpolab.labs.stats import t_interval, tost
+    from grpolab.labs.stats import direction_verdict
 
     arms = [(c, G) for c in ("sgd-group", "adamw-group") for G in (SMALL_G, LARGE_G)]
     missing = [f"{c} G={G}" for c, G in arms if not table.get(c, {}).get(G)]
@@ -261,16 +261,7 @@ def interaction(table: dict, *, margin: float = INTERACTION_MARGIN,
         return table[cell][LARGE_G][s] - table[cell][SMALL_G][s]
 
     per_seed = [gap("sgd-group", s) - gap("adamw-group", s) for s in seeds]
-    ci = t_interval(per_seed, confidence)
-    eq = tost(per_seed, margin)
-    if ci["low"] is not None and ci["low"] > 0:
-        verdict = "supported"
-    elif ci["high"] is not None and ci["high"] < 0:
-        verdict = "refuted"
-    elif eq["verdict"] == "equivalent":
-        verdict = "equivalent"
-    else:
-        verdict = "inconclusive"
+    verdict, ci, eq = direction_verdict(per_seed, margin, confidence)
     return {"verdict": verdict, "mean": ci["mean"], "low": ci["low"], "high": ci["high"],
             "confidence": confidence, "seeds": seeds, "per_seed": per_seed,
             "mde": ci.get("mde"), "declared_mde": declared_mde, "tost": eq,

@@ -34,7 +34,7 @@ __all__ = ["t_interval", "trend_in_log2_G", "contrast", "holm", "pairwise_contra
            "prompt_bootstrap_trend", "gstar_verdict", "GSTAR_MARGIN", "trend_direction",
            "minimum_detectable_effect", "tost", "EQUIVALENCE_MARGIN", "POWER",
            "plateau_precondition", "PLATEAU_GAIN", "matched_compute_trend", "wilson_interval",
-           "trend_words"]
+           "trend_words", "direction_verdict"]
 
 
 def _clean(values, name: str) -> np.ndarray:
@@ -133,6 +133,28 @@ def tost(values: Sequence[float], margin: float = EQUIVALENCE_MARGIN,
             "mean": mean, "low": low, "high": high,
             "interval": f"{100 * (1 - 2 * alpha):.0f}% t interval", "p_value": p,
             "n": n, "df": df, "verdict": verdict}
+
+
+def direction_verdict(per_seed: Sequence[float], margin: float = EQUIVALENCE_MARGIN,
+                      confidence: float = 0.95) -> tuple[str, dict, dict]:
+    """The declared verdict on a per-seed difference predicted to be positive (an
+    interaction, a gap between arms): "supported" when its t interval lies above 0,
+    "refuted" when it lies below, "equivalent" when TOST puts it inside ±``margin``, else
+    "inconclusive". Returns (verdict, the t interval, the TOST).
+
+    Used by: book/labs/06-mechanism.md (design C), book/labs/08-coverage-pool.md (design B).
+    """
+    ci = t_interval(per_seed, confidence)
+    eq = tost(per_seed, margin)
+    if ci["low"] is not None and ci["low"] > 0:
+        verdict = "supported"
+    elif ci["high"] is not None and ci["high"] < 0:
+        verdict = "refuted"
+    elif eq["verdict"] == "equivalent":
+        verdict = "equivalent"
+    else:
+        verdict = "inconclusive"
+    return verdict, ci, eq
 
 
 def trend_in_log2_G(by_G_and_seed: Mapping[int, Mapping[int, float]],
