@@ -309,24 +309,27 @@ ALLOCATION_VERDICTS = Field("object", extra_keys=True, fields={
 def read_allocation_results(path: str | os.PathLike) -> dict:
     """The allocation lab's ``results.json`` (the file or its folder), typed by
     :data:`ALLOCATION_RESULTS`."""
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        path = os.path.join(path, "results.json")
-    doc = read_json(path, "the allocation lab's results (grpolab remedies --item allocation)",
-                    expect=dict, keys=("item", "allocation_runs"))
-    check(doc, ALLOCATION_RESULTS, path)
-    return doc
+    return _read_typed(path, "results.json", "the allocation lab's results (grpolab remedies "
+                       "--item allocation)", ("item", "allocation_runs"), ALLOCATION_RESULTS)
 
 
 def read_allocation_verdicts(path: str | os.PathLike) -> dict:
     """The allocation lab's ``verdicts.json`` (the file or its folder), typed by
     :data:`ALLOCATION_VERDICTS`."""
+    return _read_typed(path, "verdicts.json", "the allocation lab's verdicts (python -m "
+                       "grpolab.labs.allocation_lab)", ("experiment", "primary"),
+                       ALLOCATION_VERDICTS)
+
+
+def _read_typed(path: str | os.PathLike, name: str, what: str, keys: tuple[str, ...],
+                schema: Field) -> dict:
+    """The JSON object ``path`` (or ``path/name`` when ``path`` is a folder), with ``keys``,
+    checked against ``schema``."""
     path = os.fspath(path)
     if os.path.isdir(path):
-        path = os.path.join(path, "verdicts.json")
-    doc = read_json(path, "the allocation lab's verdicts (python -m grpolab.labs.allocation_lab)",
-                    expect=dict, keys=("experiment", "primary"))
-    check(doc, ALLOCATION_VERDICTS, path)
+        path = os.path.join(path, name)
+    doc = read_json(path, what, expect=dict, keys=keys)
+    check(doc, schema, path)
     return doc
 
 
