@@ -76,9 +76,8 @@ def measure_noise_by_level(out: str, *, batches: int = NOISE_BATCHES, progress: 
 
     import torch
 
-    from grpolab.grpo.records import write_json_atomic
     from grpolab.grpo.setup import load_policy
-    from grpolab.labs.sweep.sweep import _noise_rows, _read_noise
+    from grpolab.labs.sweep.sweep import _read_noise, update_noise
     from grpolab.models.device import resolve_device
     from grpolab.tasks.registry import get_task
 
@@ -95,11 +94,7 @@ def measure_noise_by_level(out: str, *, batches: int = NOISE_BATCHES, progress: 
     os.makedirs(os.path.dirname(path), exist_ok=True)
     noise = _read_noise(path)
     for regime in preset.regimes:
-        rows, measured = _noise_rows(preset, regime, model, tokenizer, task,
-                                     noise.get(regime.name, []))
-        if measured or regime.name not in noise:
-            noise[regime.name] = rows
-            write_json_atomic(path, noise)
+        rows = update_noise(noise, path, preset, regime, model, tokenizer, task)
         log(f"{regime.name}: {len(rows)} rows after {time.time() - start:.0f} s")
     return noise
 

@@ -99,6 +99,19 @@ def _noise_made_from(preset: SweepPreset, config) -> dict:
             "config_sha256": hashlib.sha256(blob.encode()).hexdigest()[:16]}
 
 
+def update_noise(noise: dict, path: str, preset: SweepPreset, regime, model, tokenizer,
+                 task) -> list[dict]:
+    """Bring ``noise[regime.name]`` up to date (rows made from other inputs measured again)
+    and rewrite ``path`` when anything changed; return the regime's rows. Shared by the
+    sweep and design B's per-level measurement (grpolab.labs.design_b)."""
+    rows, measured = _noise_rows(preset, regime, model, tokenizer, task,
+                                 noise.get(regime.name, []))
+    if measured or regime.name not in noise:
+        noise[regime.name] = rows
+        write_json_atomic(path, noise)
+    return rows
+
+
 def _read_noise(path: str) -> dict:
     if not os.path.isfile(path):
         return {}
@@ -401,11 +414,7 @@ def _run_sweep(preset: SweepPreset, runner, *, plots: bool, workers: int, execut
                 log(f"starting policy of regime {regime.name} ready after "
                     f"{time.time() - start:.0f} s")
             model, tokenizer = policies[which]
-            rows, measured = _noise_rows(preset, regime, model, tokenizer, task,
-                                         noise.get(regime.name, []))
-            if measured or regime.name not in noise:
-                noise[regime.name] = rows
-                write_json_atomic(noise_path, noise)
+            update_noise(noise, noise_path, preset, regime, model, tokenizer, task)
         log(f"gradient noise ready after {time.time() - start:.0f} s")
         del policies
 
